@@ -1,0 +1,13 @@
+/* fut: an async runtime for C11 on Linux. Futures are write-once cells
+ * polled by a non-blocking contract; wakers are a pointer and a vtable;
+ * cancellation is a drop. This umbrella header includes every module in
+ * dependency order. */
+#ifndef FUT_H
+#define FUT_H
+
+#include "fut/export.h"
+#include "fut/core.h"
+#include "fut/cell.h"
+#include "fut/rt.h"
+
+#endif /* FUT_H */

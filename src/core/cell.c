@@ -1,0 +1,494 @@
+/* The write-once cell (C1-C5) and the oneshot channel built on it.
+ *
+ * Rules of the state word ('state', one fut__aword):
+ *
+ *   bit         set by          meaning
+ *   COMPLETING  a completer     won the race (first to set it); now copying
+ *   READY       the winner      value published (release): PENDING -> READY
+ *   TAKEN       a consumer      value taken: READY -> TAKEN; set once
+ *   WAKER       the poller      the poller's waker is in 'waker'
+ *   RX_CLOSED   the poller      consumer gone (fut_cell_close / rx drop)
+ *   TX_CLOSED   oneshot sender  sender dropped without a value
+ *   TX_DONE     oneshot sender  sender finished waking; it will not touch
+ *                               the channel again
+ *
+ * PENDING is "none of COMPLETING, READY, TAKEN". The only transitions are
+ * PENDING -> (COMPLETING) -> READY -> TAKEN.
+ *
+ * Who owns the waker slot (the heart of C5):
+ *   - the poller writes 'waker' while WAKER is clear, then sets WAKER with
+ *     one RMW that also tells it whether READY (or TX_CLOSED) landed first;
+ *   - the completer publishes READY with one RMW: if that RMW saw WAKER
+ *     (and not RX_CLOSED), the completer owns the slot and wakes it;
+ *   - if the poller's RMW saw READY already, the completer did not see the
+ *     waker: the poller clears WAKER and drops the waker itself, so the
+ *     word never says WAKER|READY unless the completer owns the slot;
+ *   - to replace its waker, the poller first clears WAKER by CAS, which
+ *     fails if READY arrived (then the completer owns the old one).
+ * So exactly one side ever reads the slot after a completion, and a poll
+ * racing a completion either sees READY or is woken (no lost wakeup).
+ *
+ * Orderings: READY is set with release and every consumer-side load/CAS
+ * that may observe it is acquire (C4: bytes before flag). WAKER is set with
+ * release so the completer's acquire RMW sees the slot's contents.
+ *
+ * Seeded bugs (FUT_MC_BUG_*, model-checker builds only) break one rule
+ * each, so the checker can be shown to catch them; see test/mc.
+ */
+#include <string.h>
+
+#include "fut/cell.h"
+#include "internal.h"
+
+enum {
+    COMPLETING = 1u << 0,
+    READY = 1u << 1,
+    TAKEN = 1u << 2,
+    WAKER = 1u << 3,
+    RX_CLOSED = 1u << 4,
+    TX_CLOSED = 1u << 5,
+    TX_DONE = 1u << 6,
+};
+
+#ifdef FUT_MC_BUG_NO_ACQUIRE
+#define CONSUME_MO FUT__RELAXED /* (c): value read without the acquire */
+#else
+#define CONSUME_MO FUT__ACQUIRE
+#endif
+
+struct fut__cell {
+    fut__aword state;
+    struct fut_waker waker; /* the poller's; see the ownership rules */
+    void *slot;             /* where the value's bytes live */
+    size_t size;
+#ifdef FUT_MC_BUG_PLAIN_STORE
+    fut__aword wflag; /* (b): a registration flag set with a plain store */
+#endif
+};
+
+_Static_assert(sizeof(struct fut__cell) <= sizeof(struct fut_cell),
+               "struct fut_cell too small");
+
+static struct fut__cell *cell_of(struct fut_cell *c)
+{
+    return (struct fut__cell *)(void *)c;
+}
+
+static void cell_setup(struct fut__cell *c, void *slot, size_t size)
+{
+    fut__aword_init(&c->state, 0);
+    c->waker.data = 0;
+    c->waker.vt = 0;
+    c->slot = slot;
+    c->size = size;
+#ifdef FUT_MC_BUG_PLAIN_STORE
+    fut__aword_init(&c->wflag, 0);
+#endif
+}
+
+void fut_cell_init(struct fut_cell *c, void *slot, size_t size)
+{
+    cell_setup(cell_of(c), slot, size);
+}
+
+/* ---------------------------------------------------- waker registration */
+
+#ifndef FUT_MC_BUG_PLAIN_STORE
+/* Registers 'w' as the poller's waker. 's' is the state last loaded
+ * (no TAKEN, READY or TX_CLOSED in it). Returns the state seen after
+ * registering: if it holds READY or TX_CLOSED the completion landed first
+ * and the caller must look again (the waker is then not registered). */
+static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
+                               const struct fut_waker *w)
+{
+    if (s & WAKER) {
+        if (fut_waker_will_wake(&c->waker, w))
+            return s;
+        /* Take the slot back; fails if a completion now owns it. */
+        do {
+            if (s & (READY | TX_CLOSED))
+                return s;
+        } while (!fut__cas(&c->state, &s, s & ~(uintptr_t)WAKER,
+                           FUT__ACQUIRE, CONSUME_MO));
+        fut__plain_write(&c->waker, sizeof c->waker);
+        fut_waker_drop(&c->waker);
+    }
+    fut__plain_write(&c->waker, sizeof c->waker);
+    c->waker = fut_waker_clone(w);
+    /* Release: publishes 'waker' to the completer's acquire RMW.
+     * Acquire: if READY is already there, pairs with its release. */
+    uintptr_t prev = fut__fetch_or(&c->state, WAKER, FUT__ACQ_REL);
+#ifndef FUT_MC_BUG_NO_RECHECK
+    if (prev & (READY | TX_CLOSED)) {
+        /* The completer published without seeing the waker: it will
+         * never read the slot, so we take the waker back (rules above). */
+        fut__fetch_and(&c->state, ~(uintptr_t)WAKER, FUT__RELAXED);
+        fut__plain_write(&c->waker, sizeof c->waker);
+        fut_waker_drop(&c->waker);
+        return prev;
+    }
+#endif
+    return prev | WAKER;
+}
+
+/* Completer side, after its publishing RMW returned 'prev'. */
+static void cell_wake(struct fut__cell *c, uintptr_t prev)
+{
+    if ((prev & WAKER) && !(prev & RX_CLOSED)) {
+        fut__plain_read(&c->waker, sizeof c->waker);
+        struct fut_waker w = c->waker;
+        c->waker.vt = 0;
+        fut_waker_wake(&w);
+    }
+}
+
+static uintptr_t cell_publish(struct fut__cell *c, uintptr_t bits)
+{
+#ifdef FUT_MC_BUG_WAKE_EARLY
+    /* (e): wakes the poller before READY is visible. */
+    uintptr_t s = fut__load(&c->state, FUT__ACQUIRE);
+    if ((s & WAKER) && fut__cas(&c->state, &s, s & ~(uintptr_t)WAKER,
+                                FUT__ACQUIRE, FUT__ACQUIRE))
+        cell_wake(c, s);
+    return fut__fetch_or(&c->state, bits, FUT__ACQ_REL) & ~(uintptr_t)WAKER;
+#else
+    /* Release: publishes the value bytes (pairs with the consumer's
+     * acquire load). Acquire: sees the waker the poller published. */
+    return fut__fetch_or(&c->state, bits, FUT__ACQ_REL);
+#endif
+}
+
+#else /* FUT_MC_BUG_PLAIN_STORE: (b) registration by plain store + re-load */
+
+static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
+                               const struct fut_waker *w)
+{
+    if (fut__load(&c->wflag, FUT__RELAXED))
+        return s; /* registered once already (the models poll once) */
+    fut__plain_write(&c->waker, sizeof c->waker);
+    c->waker = fut_waker_clone(w);
+    fut__store(&c->wflag, 1, FUT__RELEASE); /* the bug: not an RMW */
+    s = fut__load(&c->state, FUT__ACQUIRE);
+    if ((s & (READY | TX_CLOSED)) && fut__swap(&c->wflag, 0, FUT__ACQUIRE)) {
+        fut__plain_write(&c->waker, sizeof c->waker);
+        fut_waker_drop(&c->waker);
+    }
+    return s;
+}
+
+static void cell_wake(struct fut__cell *c, uintptr_t prev)
+{
+    (void)prev;
+    if (fut__swap(&c->wflag, 0, FUT__ACQ_REL)) {
+        fut__plain_read(&c->waker, sizeof c->waker);
+        struct fut_waker w = c->waker;
+        c->waker.vt = 0;
+        fut_waker_wake(&w);
+    }
+}
+
+static uintptr_t cell_publish(struct fut__cell *c, uintptr_t bits)
+{
+    return fut__fetch_or(&c->state, bits, FUT__ACQ_REL);
+}
+#endif
+
+/* ------------------------------------------------------------ generic cell */
+
+int fut_cell_complete(struct fut_cell *cc, const void *value)
+{
+    struct fut__cell *c = cell_of(cc);
+#ifdef FUT_MC_BUG_CHECK_THEN_ACT
+    /* (d): check, then act - two completers can both pass the check. */
+    uintptr_t s = fut__load(&c->state, FUT__RELAXED);
+    if (s & (COMPLETING | READY))
+        return FUT_ELOST;
+    fut__store(&c->state, s | COMPLETING, FUT__RELAXED);
+    uintptr_t won = s;
+#else
+    /* The one RMW that picks the winner (C2): the first to set
+     * COMPLETING. Relaxed: the RMW order on 'state' alone decides. */
+    uintptr_t won = fut__fetch_or(&c->state, COMPLETING, FUT__RELAXED);
+    if (won & (COMPLETING | READY))
+        return FUT_ELOST;
+#endif
+    if (won & RX_CLOSED)
+        return FUT_ECLOSED;
+    fut__plain_write(c->slot, c->size);
+    memcpy(c->slot, value, c->size);
+    uintptr_t prev = cell_publish(c, READY);
+    cell_wake(c, prev);
+    /* The consumer closed while we copied: it will never read the value,
+     * which is still the caller's. */
+    return (prev & RX_CLOSED) ? FUT_ECLOSED : 0;
+}
+
+/* Claims the value with TAKEN; returns 1 (claimed), 0 (absent) or
+ * FUT_EAGAIN (pending). '*sp' is the state last seen. */
+static int cell_claim(struct fut__cell *c, uintptr_t *sp, void *out)
+{
+    uintptr_t s = *sp;
+    for (;;) {
+        if (s & TAKEN)
+            return 0;
+        if (!(s & READY))
+            return (s & (RX_CLOSED | TX_CLOSED)) ? 0 : FUT_EAGAIN;
+        /* Acquire on both outcomes: pairs with the publishing release. */
+        if (fut__cas(&c->state, &s, s | TAKEN, CONSUME_MO, CONSUME_MO))
+            break;
+    }
+    fut__plain_read(c->slot, c->size);
+    memcpy(out, c->slot, c->size);
+    *sp = s | TAKEN;
+    return 1;
+}
+
+int fut_cell_take(struct fut_cell *cc, void *out)
+{
+    struct fut__cell *c = cell_of(cc);
+    uintptr_t s = fut__load(&c->state, CONSUME_MO); /* pairs: publish */
+    return cell_claim(c, &s, out);
+}
+
+int fut_cell_poll(struct fut_cell *cc, struct fut_context *cx, void *out,
+                  int *got)
+{
+    struct fut__cell *c = cell_of(cc);
+    uintptr_t s = fut__load(&c->state, CONSUME_MO); /* pairs: publish */
+    for (;;) {
+        int r = cell_claim(c, &s, out);
+        if (r != FUT_EAGAIN) {
+            *got = r;
+            return FUT_READY;
+        }
+        s = cell_register(c, s, &cx->waker);
+        if (!(s & (READY | TX_CLOSED)))
+            return FUT_PENDING;
+    }
+}
+
+int fut_cell_close(struct fut_cell *cc)
+{
+    struct fut__cell *c = cell_of(cc);
+    /* Acq_rel: acquire pairs with a publish (the value bytes may be
+     * released by our caller); release orders our slot writes before a
+     * completer that now sees RX_CLOSED. */
+    uintptr_t prev = fut__fetch_or(&c->state, RX_CLOSED, FUT__ACQ_REL);
+    if ((prev & WAKER) && !(prev & (READY | TX_CLOSED))) {
+        fut__plain_write(&c->waker, sizeof c->waker);
+        fut_waker_drop(&c->waker); /* no completer saw it: ours */
+    }
+    return (prev & READY) && !(prev & TAKEN);
+}
+
+int fut_cell_is_complete(const struct fut_cell *cc)
+{
+    struct fut__cell *c = cell_of((struct fut_cell *)cc);
+    return (fut__load(&c->state, FUT__ACQUIRE) & READY) != 0;
+}
+
+/* ---------------------------------------------------------------- oneshot
+ *
+ * One allocation: the cell, the dtor, then the value bytes. There is one
+ * sender and one receiver, so no completer race exists: send skips the
+ * COMPLETING step and publishes with one RMW. Lifetime rides on the same
+ * word (no separate refcount):
+ *   - the sender is finished after its publishing RMW if it saw no WAKER,
+ *     or after setting TX_DONE once it has read the waker;
+ *   - the receiver is finished when it sets TAKEN or RX_CLOSED;
+ *   - whoever finishes second frees the block.
+ */
+struct fut__oneshot {
+    struct fut__cell cell;
+    void (*dtor)(void *value);
+    /* value bytes follow, aligned for any type */
+};
+
+#define ONESHOT_HDR                                                           \
+    ((sizeof(struct fut__oneshot) + _Alignof(max_align_t) - 1) &             \
+     ~(_Alignof(max_align_t) - 1))
+
+static size_t oneshot_bytes(const struct fut__oneshot *ch)
+{
+    return ONESHOT_HDR + ch->cell.size;
+}
+
+/* Frees the block; 'undelivered' = a value was delivered into the channel
+ * (the sender saw no RX_CLOSED when it published) and never received, so
+ * the channel owns it and passes it to the dtor. */
+static void oneshot_free(struct fut__oneshot *ch, int undelivered)
+{
+    if (undelivered && ch->dtor) {
+        fut__plain_read(ch->cell.slot, ch->cell.size);
+        ch->dtor(ch->cell.slot);
+    }
+    fut__free(ch, oneshot_bytes(ch));
+}
+
+int fut_oneshot_new(size_t size, void (*dtor)(void *value),
+                    struct fut_oneshot_tx *tx, struct fut_oneshot_rx *rx)
+{
+    struct fut__oneshot *ch = fut__alloc(ONESHOT_HDR + size);
+    if (!ch) {
+        tx->ch = 0;
+        rx->ch = 0;
+        return FUT_ENOMEM;
+    }
+    cell_setup(&ch->cell, (char *)ch + ONESHOT_HDR, size);
+    ch->dtor = dtor;
+    tx->ch = ch;
+    rx->ch = ch;
+    return 0;
+}
+
+/* Sender's last step: publish 'bits' (READY or TX_CLOSED), wake the
+ * receiver if its waker was seen, and free the block if the receiver is
+ * already finished. */
+static void oneshot_tx_finish(struct fut__oneshot *ch, uintptr_t bits,
+                              uintptr_t *seen)
+{
+    uintptr_t prev = cell_publish(&ch->cell, bits);
+    *seen = prev;
+    if ((prev & WAKER) && !(prev & RX_CLOSED)) {
+        fut__plain_read(&ch->cell.waker, sizeof ch->cell.waker);
+        struct fut_waker w = ch->cell.waker;
+        ch->cell.waker.vt = 0;
+        /* Release: our read of the slot happens before the receiver's
+         * free. Acquire: sees the receiver's last writes if it frees. */
+        uintptr_t p2 = fut__fetch_or(&ch->cell.state, TX_DONE, FUT__ACQ_REL);
+        /* The receiver finished after our publish: if it dropped rather
+         * than took, the delivered value is the channel's to destroy. */
+        if (p2 & (TAKEN | RX_CLOSED))
+            oneshot_free(ch, bits == READY && !(p2 & TAKEN));
+        fut_waker_wake(&w);
+        return;
+    }
+    /* The receiver finished before our publish (it cannot take before
+     * READY): it closed, so the value was never delivered. */
+    if (prev & (TAKEN | RX_CLOSED))
+        oneshot_free(ch, 0);
+}
+
+int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value)
+{
+    struct fut__oneshot *ch = tx->ch;
+    FUT_CHECK(ch != 0); /* send on a consumed sender */
+    tx->ch = 0;
+    uintptr_t s = fut__load(&ch->cell.state, FUT__ACQUIRE);
+    if (s & RX_CLOSED) {
+        /* Receiver gone: it cannot free while we hold the sender. */
+        fut__free(ch, oneshot_bytes(ch));
+        return FUT_ECLOSED;
+    }
+    fut__plain_write(ch->cell.slot, ch->cell.size);
+    memcpy(ch->cell.slot, value, ch->cell.size);
+    uintptr_t prev;
+    oneshot_tx_finish(ch, READY, &prev);
+    /* The receiver closed between our check and the publish: the value
+     * was not delivered; it is still the caller's (the slot copy is dead,
+     * and the dtor is not run on it (oneshot_tx_finish frees undelivered). */
+    return (prev & RX_CLOSED) ? FUT_ECLOSED : 0;
+}
+
+void fut_oneshot_tx_drop(struct fut_oneshot_tx *tx)
+{
+    struct fut__oneshot *ch = tx->ch;
+    if (!ch)
+        return;
+    tx->ch = 0;
+    uintptr_t prev;
+    oneshot_tx_finish(ch, TX_CLOSED, &prev);
+}
+
+int fut_oneshot_tx_is_closed(const struct fut_oneshot_tx *tx)
+{
+    if (!tx->ch)
+        return 1;
+    return (fut__load(&tx->ch->cell.state, FUT__ACQUIRE) & RX_CLOSED) != 0;
+}
+
+/* The receiver is finished with a value or a close seen in 's' (READY or
+ * TX_CLOSED set). */
+static int oneshot_rx_finish(struct fut__oneshot *ch, uintptr_t s, void *out)
+{
+    int r = FUT_ECLOSED;
+    if (s & READY) {
+        fut__plain_read(ch->cell.slot, ch->cell.size);
+        memcpy(out, ch->cell.slot, ch->cell.size);
+        r = 0;
+    }
+    if (!(s & WAKER) || (s & TX_DONE)) {
+        /* The sender touches the block no more: free it without an RMW. */
+        fut__free(ch, oneshot_bytes(ch));
+        return r;
+    }
+    /* The sender owns our waker and is still using the block. */
+    uintptr_t prev = fut__fetch_or(&ch->cell.state, TAKEN, FUT__ACQ_REL);
+    if (prev & TX_DONE)
+        fut__free(ch, oneshot_bytes(ch));
+    return r;
+}
+
+int fut_oneshot_try_recv(struct fut_oneshot_rx *rx, void *out)
+{
+    struct fut__oneshot *ch = rx->ch;
+    FUT_CHECK(ch != 0); /* receive on a consumed receiver */
+    uintptr_t s = fut__load(&ch->cell.state, CONSUME_MO); /* pairs: publish */
+    if (!(s & (READY | TX_CLOSED)))
+        return FUT_EEMPTY;
+    rx->ch = 0;
+    return oneshot_rx_finish(ch, s, out);
+}
+
+void fut_oneshot_rx_drop(struct fut_oneshot_rx *rx)
+{
+    struct fut__oneshot *ch = rx->ch;
+    if (!ch)
+        return;
+    rx->ch = 0;
+    uintptr_t prev = fut__fetch_or(&ch->cell.state, RX_CLOSED, FUT__ACQ_REL);
+    int tx_done = (prev & (READY | TX_CLOSED)) &&
+                  (!(prev & WAKER) || (prev & TX_DONE));
+    if ((prev & WAKER) && !(prev & (READY | TX_CLOSED))) {
+        fut__plain_write(&ch->cell.waker, sizeof ch->cell.waker);
+        fut_waker_drop(&ch->cell.waker); /* the sender never saw it */
+    }
+    if (tx_done)
+        oneshot_free(ch, (prev & READY) != 0);
+}
+
+static int oneshot_recv_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct fut_oneshot_recv *r = (struct fut_oneshot_recv *)f;
+    struct fut__oneshot *ch = r->rx.ch;
+    uintptr_t s = fut__load(&ch->cell.state, CONSUME_MO); /* pairs: publish */
+    while (!(s & (READY | TX_CLOSED))) {
+        s = cell_register(&ch->cell, s, &cx->waker);
+        if (!(s & (READY | TX_CLOSED)))
+            return FUT_PENDING;
+    }
+    if (!fut_coop_proceed(cx))
+        return FUT_PENDING;
+    r->rx.ch = 0;
+    r->result = oneshot_rx_finish(ch, s, r->out);
+    return FUT_READY;
+}
+
+static void oneshot_recv_drop(struct fut_future *f)
+{
+    struct fut_oneshot_recv *r = (struct fut_oneshot_recv *)f;
+    fut_oneshot_rx_drop(&r->rx);
+}
+
+static const struct fut_future_vtable oneshot_recv_vt = {
+    oneshot_recv_poll, oneshot_recv_drop, "oneshot_recv", 0};
+
+void fut_oneshot_recv_init(struct fut_oneshot_recv *f,
+                           struct fut_oneshot_rx *rx, void *out)
+{
+    fut_future_init(&f->base, &oneshot_recv_vt);
+    f->rx = *rx;
+    rx->ch = 0;
+    f->out = out;
+    f->result = FUT_ECLOSED;
+}

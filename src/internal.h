@@ -1,0 +1,47 @@
+/* Declarations shared inside src/ (never installed). */
+#ifndef FUT_INTERNAL_H
+#define FUT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fut/core.h"
+#include "util/atomic.h"
+
+/* ------------------------------------------------------------ assertions */
+
+/* FUT_ASSERT: programming errors. Aborts with file:line in debug builds
+ * (FUT_DEBUG), compiles to nothing otherwise. FUT_CHECK always aborts. */
+#define FUT_CHECK(e)                                                          \
+    ((e) ? (void)0 : fut__assert_fail(#e, __FILE__, __LINE__))
+#ifdef FUT_DEBUG
+#define FUT_ASSERT(e) FUT_CHECK(e)
+#else
+#define FUT_ASSERT(e) ((void)0)
+#endif
+
+#define FUT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define FUT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define fut__container_of(ptr, type, member)                                  \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* ------------------------------------------------------------ allocation */
+
+/* Every allocation of the library goes through these (the hook set by
+ * fut_set_allocator; the model checker substitutes its own tracker). */
+#ifndef FUT_MODEL_CHECK
+void *fut__alloc(size_t size);
+void fut__free(void *p, size_t size);
+#else
+#define fut__alloc(n) mc_alloc((n), __FILE__, __LINE__)
+#define fut__free(p, n) mc_free((p), __FILE__, __LINE__)
+#endif
+
+/* ------------------------------------------------------------- reporting */
+
+/* Sends a formatted report to the hook (debug checks C6/C7). */
+void fut__report(const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* FUT_INTERNAL_H */

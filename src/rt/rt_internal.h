@@ -1,0 +1,130 @@
+/* Runtime internals shared by task.c, the schedulers and runtime.c. */
+#ifndef FUT_RT_INTERNAL_H
+#define FUT_RT_INTERNAL_H
+
+#include "fut/rt.h"
+#include "internal.h"
+
+/* ----------------------------------------------------------- task layout */
+
+struct fut__sched;
+
+/* One allocation: this header, then the future's bytes (aligned). In
+ * release builds the header is exactly 64 bytes. */
+struct fut_task {
+    fut__aword state;              /* see task.c's rules block */
+    struct fut_task *next;         /* run-queue link (scheduler-owned) */
+    struct fut_task *owned_prev;   /* list of live tasks (shutdown) */
+    struct fut_task *owned_next;
+    struct fut__sched *sched;      /* who polls it */
+    struct fut_waker join_waker;   /* join handle's waker (JOIN_WAKER) */
+    uint32_t size_class;           /* allocator class, 0 = direct */
+    uint16_t cancelled;            /* output is FUT_ECANCELED */
+    uint16_t flags;                /* TASK_F_* (static after spawn) */
+#ifdef FUT_DEBUG
+    const char *spawn_file;        /* spawn site, for reports */
+    int spawn_line;
+    fut__aword waker_refs;         /* live waker clones (C7 check) */
+#endif
+};
+
+#define TASK_F_LOCAL 1u /* never leaves the thread that spawned it */
+
+#define FUT__TASK_HDR                                                         \
+    ((sizeof(struct fut_task) + _Alignof(max_align_t) - 1) &                 \
+     ~(_Alignof(max_align_t) - 1))
+
+static inline struct fut_future *fut__task_future(struct fut_task *t)
+{
+    return (struct fut_future *)(void *)((char *)t + FUT__TASK_HDR);
+}
+
+/* --------------------------------------------------------- scheduler api */
+
+struct fut__sched_vt {
+    /* Queues a task this caller just made RUNNING|NOTIFIED (a wake, a
+     * spawn, an abort). Any thread. */
+    void (*schedule)(struct fut__sched *s, struct fut_task *t);
+    /* Called by the polling thread once a task completed: unlink it from
+     * the live list. */
+    void (*unlink)(struct fut__sched *s, struct fut_task *t);
+    /* Frees a task's memory (last reference gone). Any thread. */
+    void (*free_task)(struct fut__sched *s, struct fut_task *t);
+};
+
+/* The I/O + timer driver a scheduler parks in (src/io, src/time). NULL
+ * driver: the scheduler parks on its futex parker instead. */
+struct fut__driver;
+struct fut__driver_vt {
+    /* Blocks until an I/O event, an unpark or 'timeout_ns' (-1 = until
+     * something happens; 0 = do not block), then wakes the tasks whose I/O
+     * is ready and whose timers expired. Called by the thread that parks. */
+    void (*park)(struct fut__driver *d, int64_t timeout_ns);
+    /* Makes a park in progress (or the next one) return. Any thread. */
+    void (*unpark)(struct fut__driver *d);
+    /* Shutdown, after every task was dropped. */
+    void (*free)(struct fut__driver *d);
+};
+struct fut__driver {
+    const struct fut__driver_vt *vt;
+};
+
+struct fut__sched {
+    const struct fut__sched_vt *vt;
+    struct fut_runtime *rt;
+    struct fut__driver *driver; /* NULL: futex parking only */
+    int64_t slow_poll_ns; /* debug: report longer polls (-1: never) */
+};
+
+/* The scheduler running on this thread (inside block_on or a worker). */
+extern _Thread_local struct fut__sched *fut__tls_sched;
+
+/* --------------------------------------------------------- task (task.c) */
+
+/* Outcome of polling a task once. */
+enum fut__run_result {
+    FUT__RUN_IDLE,       /* PENDING; it will be queued again when woken */
+    FUT__RUN_RESCHEDULE, /* woken during its poll: queue it again now */
+    FUT__RUN_DONE        /* completed or cancelled; reference released */
+};
+
+/* Initialises the header of a freshly allocated task (state: queued,
+ * owned-list reference, plus the join reference when 'joined'). */
+void fut__task_init(struct fut_task *t, struct fut__sched *s, int joined,
+                    const char *file, int line);
+/* Polls a task popped from a run queue; 'budget' is the coop budget;
+ * '*budget_spent' = 1 when the poll ended with the budget used up. */
+enum fut__run_result fut__task_run(struct fut_task *t, int budget,
+                                   int *budget_spent);
+/* Drops a task's future during shutdown (the caller owns the scheduler
+ * and no queue holds the task any longer). */
+void fut__task_shutdown(struct fut_task *t);
+/* Initialises a join handle for 't' (which holds its join reference). */
+void fut__join_init(struct fut_join *j, struct fut_task *t);
+/* The waker vtable of tasks (data = the task). */
+extern const struct fut_waker_vtable fut__task_waker_vt;
+
+/* ------------------------------------------------------- parking (park.c) */
+
+/* A one-permit parker on a futex (std::thread::park): unpark before park
+ * makes the next park return at once. */
+struct fut__parker {
+    _Atomic uint32_t state; /* EMPTY, PARKED, NOTIFIED */
+};
+void fut__parker_init(struct fut__parker *p);
+/* Sleeps until unparked or 'timeout_ns' (-1 = forever) elapsed. */
+void fut__parker_park(struct fut__parker *p, int64_t timeout_ns);
+void fut__parker_unpark(struct fut__parker *p);
+
+/* --------------------------------------------------- current-thread sched */
+
+int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
+                struct fut__sched **out);
+int fut__ct_block_on(struct fut__sched *s, struct fut_future *f);
+int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
+                  size_t size, struct fut_join *join, const char *file,
+                  int line);
+void fut__ct_shutdown(struct fut__sched *s);
+void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out);
+
+#endif /* FUT_RT_INTERNAL_H */

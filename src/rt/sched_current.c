@@ -1,0 +1,427 @@
+/* The current-thread scheduler: every task runs on the thread inside
+ * fut_block_on (Tokio's current_thread).
+ *
+ * Rules:
+ *   - the local run queue, the live-task list, the slab's local lists and
+ *     the 'shutting_down' flag belong to the runtime thread: the thread
+ *     inside block_on (fut__tls_sched == this), or the thread in
+ *     fut_runtime_free;
+ *   - other threads reach the scheduler only through the remote queue
+ *     (under 'lock'), the parker, 'main_woken' and the reference count;
+ *   - a task spawned from another thread is queued remotely with
+ *     TASK_F_UNLINKED and joins the live list when the runtime thread
+ *     takes it off the remote queue;
+ *   - the scheduler's memory lives while 'refs' > 0: one reference for
+ *     the runtime handle, one per live task, one per main-future waker, so
+ *     a waker or join handle that outlives fut_runtime_free stays safe.
+ *
+ * Fairness: the main future is polled when woken, between batches of at
+ * most 'event_interval' tasks; the remote queue is drained every
+ * 'event_interval' ticks and whenever the local queue runs dry.
+ */
+#include <string.h>
+
+#include "rt/rt_internal.h"
+#include "rt/slab.h"
+#include "util/mutex.h"
+
+#define TASK_F_UNLINKED 2u
+
+struct ct_sched {
+    struct fut__sched base;
+    /* runtime thread only */
+    struct fut_task *head, *tail; /* local run queue (FIFO) */
+    struct fut_task *owned;       /* live tasks */
+    struct fut__slab slab;
+    int budget;
+    int event_interval;
+    int shutting_down;
+    uint32_t tick;
+    /* any thread */
+    fut__mutex lock;
+    struct fut_task *rhead, *rtail; /* remote queue (under lock) */
+    int closed;                     /* no more remote pushes (under lock) */
+    fut__aword remote_n;            /* tasks in the remote queue */
+    fut__aword in_block_on;         /* 1 while a block_on runs */
+    fut__aword main_woken;          /* the main future was woken */
+    fut__aword refs;                /* see the rules */
+    struct fut__parker parker;
+    /* statistics: written by the runtime thread, read by anyone */
+    fut__aword n_spawned, n_freed, n_polls, n_remote, n_parks, n_budget;
+};
+
+static struct ct_sched *ct_of(struct fut__sched *s)
+{
+    return (struct ct_sched *)s;
+}
+
+static void stat_inc(fut__aword *a)
+{
+    /* Statistics only: one writer thread, relaxed load + store. */
+    fut__store(a, fut__load(a, FUT__RELAXED) + 1, FUT__RELAXED);
+}
+
+static void ct_ref_dec(struct ct_sched *c)
+{
+    /* Release/acquire: every user's last access before the free. */
+    if (fut__fetch_sub(&c->refs, 1, FUT__ACQ_REL) != 1)
+        return;
+    fut__slab_fini(&c->slab);
+    fut__mutex_destroy(&c->lock);
+    fut__free(c, sizeof *c);
+}
+
+static int on_runtime_thread(struct ct_sched *c)
+{
+    return fut__tls_sched == &c->base;
+}
+
+static void unpark(struct ct_sched *c);
+
+/* ------------------------------------------------------------- queues */
+
+static void push_local(struct ct_sched *c, struct fut_task *t)
+{
+    t->next = NULL;
+    if (c->tail)
+        c->tail->next = t;
+    else
+        c->head = t;
+    c->tail = t;
+}
+
+static struct fut_task *pop_local(struct ct_sched *c)
+{
+    struct fut_task *t = c->head;
+    if (t) {
+        c->head = t->next;
+        if (!c->head)
+            c->tail = NULL;
+    }
+    return t;
+}
+
+static void link_owned(struct ct_sched *c, struct fut_task *t)
+{
+    t->owned_prev = NULL;
+    t->owned_next = c->owned;
+    if (c->owned)
+        c->owned->owned_prev = t;
+    c->owned = t;
+}
+
+/* Returns 0 when the runtime no longer accepts tasks (shut down). */
+static int push_remote(struct ct_sched *c, struct fut_task *t)
+{
+    fut__mutex_lock(&c->lock);
+    if (c->closed) {
+        fut__mutex_unlock(&c->lock);
+        return 0;
+    }
+    t->next = NULL;
+    if (c->rtail)
+        c->rtail->next = t;
+    else
+        c->rhead = t;
+    c->rtail = t;
+    /* Relaxed: a hint; the queue itself is read under the lock. */
+    fut__fetch_add(&c->remote_n, 1, FUT__RELAXED);
+    fut__mutex_unlock(&c->lock);
+    fut__fetch_add(&c->n_remote, 1, FUT__RELAXED);
+    unpark(c);
+    return 1;
+}
+
+/* Moves the remote queue to the local one; returns how many. */
+static int drain_remote(struct ct_sched *c)
+{
+    if (fut__load(&c->remote_n, FUT__RELAXED) == 0)
+        return 0;
+    fut__mutex_lock(&c->lock);
+    struct fut_task *t = c->rhead;
+    c->rhead = c->rtail = NULL;
+    fut__store(&c->remote_n, 0, FUT__RELAXED);
+    fut__mutex_unlock(&c->lock);
+    int n = 0;
+    while (t) {
+        struct fut_task *next = t->next;
+        if (t->flags & TASK_F_UNLINKED) {
+            t->flags &= (uint16_t)~TASK_F_UNLINKED;
+            link_owned(c, t);
+        }
+        push_local(c, t);
+        t = next;
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------ scheduler vtable */
+
+static void ct_schedule(struct fut__sched *s, struct fut_task *t)
+{
+    struct ct_sched *c = ct_of(s);
+    if (on_runtime_thread(c)) {
+        if (!c->shutting_down)
+            push_local(c, t);
+        /* During shutdown the task stays RUNNING in the live list and is
+         * dropped by the shutdown loop. */
+        return;
+    }
+    push_remote(c, t);
+    /* Refused (shut down): the shutdown loop or a later drop of the task
+     * deals with it; the waker's reference is the caller's to drop. */
+}
+
+static void ct_unlink(struct fut__sched *s, struct fut_task *t)
+{
+    struct ct_sched *c = ct_of(s);
+    if (t->owned_prev)
+        t->owned_prev->owned_next = t->owned_next;
+    else
+        c->owned = t->owned_next;
+    if (t->owned_next)
+        t->owned_next->owned_prev = t->owned_prev;
+}
+
+/* 'size_class' holds a slab class, or DIRECT | bytes for a block that
+ * came straight from the allocator hook. */
+#define DIRECT 0x80000000u
+
+static void ct_free_task(struct fut__sched *s, struct fut_task *t)
+{
+    struct ct_sched *c = ct_of(s);
+    uint32_t cls = t->size_class;
+    if (cls & DIRECT)
+        fut__free(t, cls & ~DIRECT);
+    else if (on_runtime_thread(c))
+        fut__slab_free_local(&c->slab, t, cls, 0);
+    else
+        fut__slab_free_remote(&c->slab, t, cls, 0);
+    fut__fetch_add(&c->n_freed, 1, FUT__RELAXED);
+    ct_ref_dec(c);
+}
+
+static const struct fut__sched_vt ct_vt = {ct_schedule, ct_unlink,
+                                           ct_free_task};
+
+/* ------------------------------------------------------------ main waker */
+
+static void main_wake_by_ref(const void *data)
+{
+    struct ct_sched *c = (struct ct_sched *)data;
+    /* Release: pairs with block_on's acquire swap. */
+    fut__store(&c->main_woken, 1, FUT__RELEASE);
+    if (!on_runtime_thread(c))
+        unpark(c);
+}
+
+static void main_drop(const void *data)
+{
+    ct_ref_dec((struct ct_sched *)data);
+}
+
+static void main_wake(const void *data)
+{
+    main_wake_by_ref(data);
+    main_drop(data);
+}
+
+static struct fut_waker main_clone(const void *data);
+static const struct fut_waker_vtable main_waker_vt = {
+    main_clone, main_wake, main_wake_by_ref, main_drop};
+
+static struct fut_waker main_clone(const void *data)
+{
+    struct ct_sched *c = (struct ct_sched *)data;
+    fut__fetch_add(&c->refs, 1, FUT__RELAXED); /* caller holds one */
+    struct fut_waker w = {data, &main_waker_vt};
+    return w;
+}
+
+/* ---------------------------------------------------------------- public */
+
+int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
+                struct fut__sched **out)
+{
+    struct ct_sched *c = fut__alloc(sizeof *c);
+    if (!c)
+        return FUT_ENOMEM;
+    memset(c, 0, sizeof *c);
+    c->base.vt = &ct_vt;
+    c->base.rt = rt;
+    c->base.slow_poll_ns = cfg->slow_poll_ns;
+    fut__slab_init(&c->slab);
+    c->budget = cfg->budget;
+    c->event_interval = cfg->event_interval;
+    if (fut__mutex_init(&c->lock) != 0) {
+        fut__free(c, sizeof *c);
+        return FUT_ENOMEM;
+    }
+    fut__aword_init(&c->remote_n, 0);
+    fut__aword_init(&c->in_block_on, 0);
+    fut__aword_init(&c->main_woken, 0);
+    fut__aword_init(&c->refs, 1);
+    fut__parker_init(&c->parker);
+    *out = &c->base;
+    return 0;
+}
+
+int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
+                  size_t size, struct fut_join *join, const char *file,
+                  int line)
+{
+    struct ct_sched *c = ct_of(s);
+    int local = on_runtime_thread(c);
+    if (join)
+        fut__join_init(join, NULL);
+    if (local && c->shutting_down)
+        return FUT_ESHUTDOWN;
+    uint32_t cls = 0;
+    size_t bytes = FUT__TASK_HDR + size;
+    if (bytes >= DIRECT)
+        return FUT_EINVAL;
+    struct fut_task *t = local ? fut__slab_alloc(&c->slab, bytes, &cls)
+                               : fut__alloc(bytes);
+    if (!t)
+        return FUT_ENOMEM;
+    memcpy(fut__task_future(t), f, size);
+    fut__task_init(t, s, join != NULL, file, line);
+    t->size_class = cls ? cls : (DIRECT | (uint32_t)bytes);
+    t->flags = local ? 0 : TASK_F_UNLINKED;
+    fut__fetch_add(&c->refs, 1, FUT__RELAXED); /* the task's */
+    if (local) {
+        link_owned(c, t);
+        push_local(c, t);
+    } else if (!push_remote(c, t)) {
+        fut__free(t, bytes);
+        ct_ref_dec(c);
+        return FUT_ESHUTDOWN;
+    }
+    fut__fetch_add(&c->n_spawned, 1, FUT__RELAXED);
+    if (join)
+        fut__join_init(join, t);
+    return 0;
+}
+
+static void run_task(struct ct_sched *c, struct fut_task *t)
+{
+    stat_inc(&c->n_polls);
+    int spent = 0;
+    enum fut__run_result r = fut__task_run(t, c->budget, &spent);
+    if (spent)
+        stat_inc(&c->n_budget);
+    switch (r) {
+    case FUT__RUN_RESCHEDULE:
+        push_local(c, t); /* to the back: the others go first */
+        break;
+    case FUT__RUN_IDLE:
+    case FUT__RUN_DONE:
+        break;
+    }
+}
+
+/* Lets the driver (if any) dispatch what is ready without blocking. */
+static void poll_driver(struct ct_sched *c)
+{
+    if (c->base.driver)
+        c->base.driver->vt->park(c->base.driver, 0);
+}
+
+/* Sleeps until something arrives; re-checks after arming the parker's
+ * permit so a wake between the checks and the sleep is never lost. */
+static void park(struct ct_sched *c)
+{
+    if (drain_remote(c) || fut__load(&c->main_woken, FUT__ACQUIRE))
+        return;
+    stat_inc(&c->n_parks);
+    if (c->base.driver)
+        c->base.driver->vt->park(c->base.driver, -1);
+    else
+        fut__parker_park(&c->parker, -1);
+}
+
+static void unpark(struct ct_sched *c)
+{
+    if (c->base.driver)
+        c->base.driver->vt->unpark(c->base.driver);
+    else
+        fut__parker_unpark(&c->parker);
+}
+
+int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
+{
+    struct ct_sched *c = ct_of(s);
+    uintptr_t zero = 0;
+    if (!fut__cas(&c->in_block_on, &zero, 1, FUT__ACQUIRE, FUT__RELAXED))
+        return FUT_EBUSY;
+    struct fut__sched *saved = fut__tls_sched;
+    fut__tls_sched = s;
+    struct fut_context cx;
+    cx.waker.data = c;
+    cx.waker.vt = &main_waker_vt;
+    cx.budget = c->budget;
+    cx.task = NULL;
+    fut__store(&c->main_woken, 1, FUT__RELAXED);
+    for (;;) {
+        /* Acquire: pairs with the main waker's release store. */
+        if (fut__swap(&c->main_woken, 0, FUT__ACQUIRE)) {
+            cx.budget = c->budget;
+            if (fut_poll(f, &cx) == FUT_READY)
+                break;
+        }
+        int n;
+        for (n = 0; n < c->event_interval; n++) {
+            struct fut_task *t = pop_local(c);
+            if (!t)
+                break;
+            run_task(c, t);
+            if (++c->tick % (uint32_t)c->event_interval == 0) {
+                drain_remote(c);
+                poll_driver(c);
+            }
+        }
+        if (n == 0)
+            park(c);
+    }
+    fut__tls_sched = saved;
+    fut__store(&c->in_block_on, 0, FUT__RELEASE);
+    return 0;
+}
+
+void fut__ct_shutdown(struct fut__sched *s)
+{
+    struct ct_sched *c = ct_of(s);
+    struct fut__sched *saved = fut__tls_sched;
+    fut__tls_sched = s; /* we are the runtime thread now */
+    fut__mutex_lock(&c->lock);
+    c->closed = 1;
+    fut__mutex_unlock(&c->lock);
+    c->shutting_down = 1;
+    /* Queued tasks stay RUNNING; take them off the queues first. */
+    fut__store(&c->remote_n, 1, FUT__RELAXED); /* force the drain */
+    drain_remote(c);
+    while (pop_local(c))
+        ;
+    /* Dropping one task's future can wake others (they stay in the live
+     * list, RUNNING) or finish them; loop until the list is empty. */
+    while (c->owned)
+        fut__task_shutdown(c->owned);
+    if (c->base.driver) {
+        c->base.driver->vt->free(c->base.driver);
+        c->base.driver = NULL;
+    }
+    fut__tls_sched = saved;
+    ct_ref_dec(c);
+}
+
+void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
+{
+    struct ct_sched *c = ct_of(s);
+    out->spawned = fut__load(&c->n_spawned, FUT__RELAXED);
+    out->alive = out->spawned - fut__load(&c->n_freed, FUT__RELAXED);
+    out->polls = fut__load(&c->n_polls, FUT__RELAXED);
+    out->remote_wakes = fut__load(&c->n_remote, FUT__RELAXED);
+    out->parks = fut__load(&c->n_parks, FUT__RELAXED);
+    out->budget_yields = fut__load(&c->n_budget, FUT__RELAXED);
+}

@@ -1,0 +1,408 @@
+/* The task: its state word, its waker, its join handle.
+ *
+ * Rules of the state word ('state'):
+ *
+ *   bit            meaning
+ *   RUNNING        a scheduler owns the task: it is queued or being polled.
+ *                  Whoever sets it (spawn, a wake or an abort that found
+ *                  the task idle) must queue or run it; nobody else may.
+ *   NOTIFIED       woken since its last poll began; the owner polls again.
+ *   COMPLETE       the future finished or was cancelled and was dropped;
+ *                  'cancelled' says which. Final.
+ *   CANCELLED      abort requested; the owner drops the future instead of
+ *                  polling it.
+ *   JOIN_INTEREST  a join handle exists.
+ *   JOIN_WAKER     the join handle's waker is in 'join_waker'; ownership
+ *                  follows the cell's rule: the completer owns it iff its
+ *                  COMPLETE RMW saw JOIN_WAKER.
+ *   REF_ONE..      reference count: one for the live-task list (dropped on
+ *                  completion), one for the join handle, one per waker.
+ *
+ * Transitions (each one RMW on the common path):
+ *   wake:     fetch_or(NOTIFIED|RUNNING). Saw RUNNING: the owner will see
+ *             NOTIFIED. Saw COMPLETE: undo. Else: we own it - queue it.
+ *   run:      fetch_and(~NOTIFIED) by the owner that popped it.
+ *   idle:     CAS clearing RUNNING unless NOTIFIED/CANCELLED appeared
+ *             (then the owner re-queues or cancels; no wake is lost).
+ *   complete: fetch_xor(RUNNING|COMPLETE) by the owner.
+ *   abort:    fetch_or(CANCELLED|NOTIFIED|RUNNING): like a wake, and an
+ *             idle task is dropped at once on its runtime's thread.
+ * A queued task needs no reference of its own: it is not complete, so
+ * the live-task list's reference keeps it alive (C10: never polled by two
+ * threads - only the RUNNING setter queues it; a wake while it runs
+ * re-queues it once, through NOTIFIED).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+enum {
+    RUNNING = 1u << 0,
+    NOTIFIED = 1u << 1,
+    COMPLETE = 1u << 2,
+    CANCELLED = 1u << 3,
+    JOIN_INTEREST = 1u << 4,
+    JOIN_WAKER = 1u << 5,
+    REF_SHIFT = 6,
+};
+#define REF_ONE ((uintptr_t)1 << REF_SHIFT)
+#define REF_MASK (~(REF_ONE - 1))
+
+_Thread_local struct fut__sched *fut__tls_sched;
+
+void fut__task_init(struct fut_task *t, struct fut__sched *s, int joined,
+                    const char *file, int line)
+{
+    uintptr_t st = RUNNING | NOTIFIED | REF_ONE;
+    if (joined)
+        st += JOIN_INTEREST + REF_ONE; /* a second reference: the handle */
+    fut__aword_init(&t->state, st);
+    t->next = NULL;
+    t->owned_prev = t->owned_next = NULL;
+    t->sched = s;
+    t->join_waker.data = NULL;
+    t->join_waker.vt = NULL;
+    t->cancelled = 0;
+#ifdef FUT_DEBUG
+    t->spawn_file = file;
+    t->spawn_line = line;
+    fut__aword_init(&t->waker_refs, 0);
+#else
+    (void)file;
+    (void)line;
+#endif
+}
+
+static void task_ref_dec(struct fut_task *t)
+{
+    /* Release: our uses of the task happen before the free; acquire: the
+     * freeing thread sees everyone else's. */
+    uintptr_t prev = fut__fetch_sub(&t->state, REF_ONE, FUT__ACQ_REL);
+    FUT_ASSERT((prev & REF_MASK) != 0);
+    if ((prev & REF_MASK) == REF_ONE)
+        t->sched->vt->free_task(t->sched, t);
+}
+
+/* ---------------------------------------------------------- completion */
+
+/* The owner (holding RUNNING) finished the task: publish COMPLETE, wake the
+ * joiner, leave the live list. The future was dropped already. */
+static void task_complete(struct fut_task *t, int cancelled)
+{
+    t->cancelled = (uint16_t)cancelled;
+    /* Release: the output and 'cancelled' before COMPLETE (pairs with the
+     * join handle's acquire). Acquire: the join waker's slot contents. */
+    uintptr_t prev =
+        fut__fetch_xor(&t->state, RUNNING | COMPLETE, FUT__ACQ_REL);
+    FUT_ASSERT(prev & RUNNING);
+    if ((prev & (JOIN_INTEREST | JOIN_WAKER)) == (JOIN_INTEREST | JOIN_WAKER)) {
+        struct fut_waker w = t->join_waker;
+        t->join_waker.vt = NULL;
+        fut_waker_wake(&w);
+    }
+    t->sched->vt->unlink(t->sched, t);
+    task_ref_dec(t); /* the live-list reference */
+}
+
+static void task_cancel_owned(struct fut_task *t)
+{
+    fut_drop(fut__task_future(t));
+    task_complete(t, 1);
+}
+
+/* ------------------------------------------------------------------ wake */
+
+/* Sets 'bits' (with NOTIFIED|RUNNING); returns 1 when the caller now owns
+ * an idle task and must queue (or cancel) it. */
+static int task_notify(struct fut_task *t, uintptr_t bits)
+{
+    /* Release: what the waker wrote before waking is visible to the poll
+     * it causes (through the queue hand-off). */
+    uintptr_t prev = fut__fetch_or(&t->state, bits | NOTIFIED | RUNNING,
+                                   FUT__ACQ_REL);
+    if (prev & RUNNING)
+        return 0;
+    if (prev & COMPLETE) {
+        /* Finished: take back the bits we set; wakes after the end are
+         * harmless (C9). */
+        fut__fetch_and(&t->state, ~(uintptr_t)(NOTIFIED | RUNNING),
+                       FUT__RELAXED);
+        return 0;
+    }
+    return 1;
+}
+
+static void task_wake_by_ref(const void *data)
+{
+    struct fut_task *t = (struct fut_task *)data;
+    if (task_notify(t, 0))
+        t->sched->vt->schedule(t->sched, t);
+}
+
+static void task_waker_drop(const void *data)
+{
+    struct fut_task *t = (struct fut_task *)data;
+#ifdef FUT_DEBUG
+    fut__fetch_sub(&t->waker_refs, 1, FUT__RELEASE); /* pairs: C7 check */
+#endif
+    task_ref_dec(t);
+}
+
+static void task_wake(const void *data)
+{
+    task_wake_by_ref(data);
+    task_waker_drop(data);
+}
+
+static struct fut_waker task_waker_clone(const void *data)
+{
+    struct fut_task *t = (struct fut_task *)data;
+    fut__fetch_add(&t->state, REF_ONE, FUT__RELAXED); /* caller holds one */
+#ifdef FUT_DEBUG
+    fut__fetch_add(&t->waker_refs, 1, FUT__RELAXED);
+#endif
+    struct fut_waker w = {t, &fut__task_waker_vt};
+    return w;
+}
+
+const struct fut_waker_vtable fut__task_waker_vt = {
+    task_waker_clone, task_wake, task_wake_by_ref, task_waker_drop};
+
+/* ------------------------------------------------------------------- run */
+
+#ifdef FUT_DEBUG
+static const char *task_name(struct fut_task *t)
+{
+    const char *n = fut__task_future(t)->vt->name;
+    return n ? n : "?";
+}
+
+/* C7: PENDING with no waker alive and no wake pending: it never runs
+ * again. Waker count first: once it is 0 nobody can set NOTIFIED later. */
+static void check_wakeable(struct fut_task *t)
+{
+    uintptr_t refs = fut__load(&t->waker_refs, FUT__ACQUIRE);
+    uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
+    if (refs == 0 && !(s & (NOTIFIED | CANCELLED)))
+        fut__report("never-woken",
+                    "task '%s' (spawned at %s:%d) returned PENDING but "
+                    "nothing holds its waker: it can never be woken",
+                    task_name(t), t->spawn_file, t->spawn_line);
+}
+
+static void check_slow(struct fut_task *t, int64_t t0, int64_t limit)
+{
+    int64_t d = fut_now_ns() - t0;
+    if (limit >= 0 && d > limit)
+        fut__report("slow-poll",
+                    "task '%s' (spawned at %s:%d) was polled for %" PRId64
+                    " us (limit %" PRId64 " us): a poll must not block",
+                    task_name(t), t->spawn_file, t->spawn_line, d / 1000,
+                    limit / 1000);
+}
+#endif
+
+enum fut__run_result fut__task_run(struct fut_task *t, int budget,
+                                   int *budget_spent)
+{
+    /* Acquire: pairs with the release of the wake that queued us. */
+    uintptr_t s = fut__fetch_and(&t->state, ~(uintptr_t)NOTIFIED,
+                                 FUT__ACQUIRE);
+    FUT_ASSERT((s & (RUNNING | COMPLETE)) == RUNNING);
+    if (s & CANCELLED) {
+        task_cancel_owned(t);
+        return FUT__RUN_DONE;
+    }
+    struct fut_future *f = fut__task_future(t);
+    struct fut_context cx;
+    cx.waker.data = t;
+    cx.waker.vt = &fut__task_waker_vt;
+    cx.budget = budget;
+    cx.task = t;
+#ifdef FUT_DEBUG
+    int64_t t0 = fut_now_ns();
+    int r = fut_poll(f, &cx);
+    check_slow(t, t0, t->sched->slow_poll_ns);
+#else
+    int r = fut_poll(f, &cx);
+#endif
+    if (r == FUT_READY) {
+        fut_drop(f);
+        task_complete(t, 0);
+        return FUT__RUN_DONE;
+    }
+    *budget_spent = cx.budget == 0;
+#ifdef FUT_DEBUG
+    check_wakeable(t);
+#endif
+    s = fut__load(&t->state, FUT__RELAXED);
+    for (;;) {
+        if (s & CANCELLED) {
+            task_cancel_owned(t);
+            return FUT__RUN_DONE;
+        }
+        if (s & NOTIFIED)
+            return FUT__RUN_RESCHEDULE; /* still RUNNING: owner re-queues */
+        /* Release: our writes to the future before the next owner's
+         * acquire (its wake RMW). */
+        if (fut__cas(&t->state, &s, s & ~(uintptr_t)RUNNING, FUT__RELEASE,
+                     FUT__RELAXED))
+            return FUT__RUN_IDLE;
+    }
+}
+
+void fut__task_shutdown(struct fut_task *t)
+{
+    uintptr_t prev = fut__fetch_or(&t->state,
+                                   CANCELLED | NOTIFIED | RUNNING,
+                                   FUT__ACQ_REL);
+    FUT_ASSERT(!(prev & COMPLETE));
+    (void)prev;
+    task_cancel_owned(t);
+}
+
+/* ----------------------------------------------------------- join handle */
+
+/* Registers the joiner's waker; returns 1 when COMPLETE is now seen. */
+static int join_register(struct fut_task *t, uintptr_t s,
+                         const struct fut_waker *w)
+{
+    if (s & JOIN_WAKER) {
+        if (fut_waker_will_wake(&t->join_waker, w))
+            return 0;
+        do {
+            if (s & COMPLETE)
+                return 1; /* the completer owns the old waker */
+        } while (!fut__cas(&t->state, &s, s & ~(uintptr_t)JOIN_WAKER,
+                           FUT__ACQUIRE, FUT__ACQUIRE));
+        fut_waker_drop(&t->join_waker);
+    }
+    t->join_waker = fut_waker_clone(w);
+    /* Release: the slot before the bit (pairs with the completer's
+     * acquire). Acquire: COMPLETE's release, if it came first. */
+    uintptr_t prev = fut__fetch_or(&t->state, JOIN_WAKER, FUT__ACQ_REL);
+    if (prev & COMPLETE) {
+        fut__fetch_and(&t->state, ~(uintptr_t)JOIN_WAKER, FUT__RELAXED);
+        fut_waker_drop(&t->join_waker);
+        return 1;
+    }
+    return 0;
+}
+
+static int join_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct fut_join *j = (struct fut_join *)f;
+    struct fut_task *t = j->task;
+    if (!t) {
+        j->result = FUT_ECANCELED; /* detached: nothing to wait for */
+        return FUT_READY;
+    }
+    uintptr_t s = fut__load(&t->state, FUT__ACQUIRE); /* pairs: complete */
+    if (!(s & COMPLETE) && !join_register(t, s, &cx->waker))
+        return FUT_PENDING;
+    if (!fut_coop_proceed(cx))
+        return FUT_PENDING;
+    j->result = t->cancelled ? FUT_ECANCELED : 0;
+    if (j->result == 0 && j->out_dst)
+        memcpy(j->out_dst, (char *)fut__task_future(t) + j->out_off,
+               j->out_len);
+    return FUT_READY;
+}
+
+static void task_abort(struct fut_task *t)
+{
+    if (!task_notify(t, CANCELLED))
+        return;
+    /* Idle, and now ours: drop it at once where that is allowed. */
+    if (fut__tls_sched == t->sched)
+        task_cancel_owned(t);
+    else
+        t->sched->vt->schedule(t->sched, t);
+}
+
+/* Gives up the join handle's interest and reference. */
+static void join_release(struct fut_task *t)
+{
+    uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
+    uintptr_t clear;
+    do {
+        /* Before COMPLETE the waker slot is ours to clear; after, the
+         * completer owned it. */
+        clear = JOIN_INTEREST | ((s & COMPLETE) ? 0 : JOIN_WAKER);
+    } while (!fut__cas(&t->state, &s, s & ~clear, FUT__ACQ_REL,
+                       FUT__ACQUIRE));
+    if ((clear & JOIN_WAKER) && (s & JOIN_WAKER))
+        fut_waker_drop(&t->join_waker);
+    task_ref_dec(t);
+}
+
+static void join_drop(struct fut_future *f)
+{
+    struct fut_join *j = (struct fut_join *)f;
+    struct fut_task *t = j->task;
+    if (!t)
+        return;
+    j->task = NULL;
+    if (!(f->flags & FUT_F_READY))
+        task_abort(t);
+    join_release(t);
+}
+
+static size_t join_children(struct fut_future *f, struct fut_future **out,
+                            size_t max)
+{
+    (void)f;
+    (void)out;
+    (void)max;
+    return 0; /* the task runs on its own; dumps show it separately */
+}
+
+static const struct fut_future_vtable join_vt = {join_poll, join_drop,
+                                                 "join", join_children};
+
+void fut__join_init(struct fut_join *j, struct fut_task *t)
+{
+    fut_future_init(&j->base, &join_vt);
+    j->task = t;
+    j->result = FUT_ECANCELED;
+    j->out_dst = NULL;
+    j->out_off = j->out_len = 0;
+}
+
+void fut_join_output_to(struct fut_join *j, size_t offset, size_t len,
+                        void *dst)
+{
+    j->out_dst = dst;
+    j->out_off = offset;
+    j->out_len = len;
+}
+
+void *fut_join_output(const struct fut_join *j)
+{
+    if (!j->task || !(j->base.flags & FUT_F_READY) || j->result != 0)
+        return NULL;
+    return fut__task_future(j->task);
+}
+
+void fut_join_abort(struct fut_join *j)
+{
+    if (j->task)
+        task_abort(j->task);
+}
+
+void fut_join_detach(struct fut_join *j)
+{
+    struct fut_task *t = j->task;
+    if (!t)
+        return;
+    j->task = NULL;
+    join_release(t);
+}
+
+int fut_join_is_finished(const struct fut_join *j)
+{
+    if (!j->task)
+        return 1;
+    return (fut__load(&j->task->state, FUT__ACQUIRE) & COMPLETE) != 0;
+}

@@ -1,0 +1,1 @@
+fut_check_test(core_smoke CASES smoke)

@@ -1,0 +1,72 @@
+/* Shared test helpers; see test.h. */
+#include "test.h"
+
+static long live_at_start;
+
+void fut_test_setup(void)
+{
+    live_at_start = fut_alloc_live();
+}
+
+void fut_test_teardown(void)
+{
+    long live = fut_alloc_live();
+    ck_assert_msg(live == live_at_start,
+                  "leak check: %ld blocks allocated through the hook are "
+                  "still live (expected %ld)",
+                  live, live_at_start);
+}
+
+TCase *fut_test_tcase(Suite *s, const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, fut_test_setup, fut_test_teardown);
+    tcase_set_timeout(tc, 600);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+int fut_test_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static int counting_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct counting_future *c = (struct counting_future *)f;
+    if (c->polls)
+        (*c->polls)++;
+    if (c->pending_polls > 0) {
+        c->pending_polls--;
+        if (c->self_wake)
+            fut_waker_wake_by_ref(&cx->waker);
+        return FUT_PENDING;
+    }
+    return FUT_READY;
+}
+
+static void counting_drop(struct fut_future *f)
+{
+    struct counting_future *c = (struct counting_future *)f;
+    if (c->drops)
+        (*c->drops)++;
+}
+
+static const struct fut_future_vtable counting_vt = {
+    counting_poll, counting_drop, "counting", NULL};
+
+void counting_future_init(struct counting_future *f, int pending_polls,
+                          int self_wake, int *polls, int *drops,
+                          intptr_t value)
+{
+    fut_future_init(&f->base, &counting_vt);
+    f->pending_polls = pending_polls;
+    f->self_wake = self_wake;
+    f->polls = polls;
+    f->drops = drops;
+    f->value = value;
+}
