@@ -35,7 +35,7 @@ void *fut__alloc(size_t size);
 void fut__free(void *p, size_t size);
 #else
 #define fut__alloc(n) mc_alloc((n), __FILE__, __LINE__)
-#define fut__free(p, n) mc_free((p), __FILE__, __LINE__)
+#define fut__free(p, n) ((void)(n), mc_free((p), __FILE__, __LINE__))
 #endif
 
 /* ------------------------------------------------------------- reporting */

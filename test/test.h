@@ -31,6 +31,14 @@
 #define TEST_ITERS(plain, tsan) (plain)
 #endif
 
+/* Creates the runtime a parameterised test runs on: current-thread, or
+ * multi-thread with 2 workers when the environment has FUT_TEST_RT=mt
+ * (ctest registers such cases twice: <area>.<case> and <area>.<case>.mt).
+ * Aborts the test if creation fails. */
+struct fut_runtime *fut_test_rt(void);
+/* 1 when FUT_TEST_RT=mt. */
+int fut_test_rt_is_mt(void);
+
 /* Leak fixture (test/test_common.c). */
 void fut_test_setup(void);
 void fut_test_teardown(void);

@@ -3,6 +3,26 @@
 
 static long live_at_start;
 
+int fut_test_rt_is_mt(void)
+{
+    const char *e = getenv("FUT_TEST_RT");
+    return e && e[0] == 'm' && e[1] == 't';
+}
+
+struct fut_runtime *fut_test_rt(void)
+{
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    if (fut_test_rt_is_mt()) {
+        cfg.flavor = FUT_RT_MULTI_THREAD;
+        cfg.workers = 2;
+    }
+    struct fut_runtime *rt = NULL;
+    int r = fut_runtime_new(&cfg, &rt);
+    ck_assert_msg(r == 0, "fut_runtime_new: %s", fut_strerror(r));
+    return rt;
+}
+
 void fut_test_setup(void)
 {
     live_at_start = fut_alloc_live();

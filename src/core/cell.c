@@ -102,6 +102,9 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
                                const struct fut_waker *w)
 {
     if (s & WAKER) {
+        /* A completer that saw WAKER reads the slot concurrently: both
+         * sides only read it until the CAS below decides. */
+        fut__plain_read(&c->waker, sizeof c->waker);
         if (fut_waker_will_wake(&c->waker, w))
             return s;
         /* Take the slot back; fails if a completion now owns it. */
@@ -136,8 +139,7 @@ static void cell_wake(struct fut__cell *c, uintptr_t prev)
 {
     if ((prev & WAKER) && !(prev & RX_CLOSED)) {
         fut__plain_read(&c->waker, sizeof c->waker);
-        struct fut_waker w = c->waker;
-        c->waker.vt = 0;
+        struct fut_waker w = c->waker; /* read only: see cell_register */
         fut_waker_wake(&w);
     }
 }
@@ -181,8 +183,7 @@ static void cell_wake(struct fut__cell *c, uintptr_t prev)
     (void)prev;
     if (fut__swap(&c->wflag, 0, FUT__ACQ_REL)) {
         fut__plain_read(&c->waker, sizeof c->waker);
-        struct fut_waker w = c->waker;
-        c->waker.vt = 0;
+        struct fut_waker w = c->waker; /* read only: see cell_register */
         fut_waker_wake(&w);
     }
 }
@@ -204,16 +205,17 @@ int fut_cell_complete(struct fut_cell *cc, const void *value)
     if (s & (COMPLETING | READY))
         return FUT_ELOST;
     fut__store(&c->state, s | COMPLETING, FUT__RELAXED);
-    uintptr_t won = s;
+    uintptr_t won = s & ~(uintptr_t)(COMPLETING | READY);
 #else
     /* The one RMW that picks the winner (C2): the first to set
      * COMPLETING. Relaxed: the RMW order on 'state' alone decides. */
     uintptr_t won = fut__fetch_or(&c->state, COMPLETING, FUT__RELAXED);
-    if (won & (COMPLETING | READY))
-        return FUT_ELOST;
 #endif
+    /* A closed consumer wins over a lost race: nobody will read. */
     if (won & RX_CLOSED)
         return FUT_ECLOSED;
+    if (won & (COMPLETING | READY))
+        return FUT_ELOST;
     fut__plain_write(c->slot, c->size);
     memcpy(c->slot, value, c->size);
     uintptr_t prev = cell_publish(c, READY);
@@ -351,8 +353,7 @@ static void oneshot_tx_finish(struct fut__oneshot *ch, uintptr_t bits,
     *seen = prev;
     if ((prev & WAKER) && !(prev & RX_CLOSED)) {
         fut__plain_read(&ch->cell.waker, sizeof ch->cell.waker);
-        struct fut_waker w = ch->cell.waker;
-        ch->cell.waker.vt = 0;
+        struct fut_waker w = ch->cell.waker; /* read only */
         /* Release: our read of the slot happens before the receiver's
          * free. Acquire: sees the receiver's last writes if it frees. */
         uintptr_t p2 = fut__fetch_or(&ch->cell.state, TX_DONE, FUT__ACQ_REL);
@@ -446,13 +447,21 @@ void fut_oneshot_rx_drop(struct fut_oneshot_rx *rx)
     if (!ch)
         return;
     rx->ch = 0;
+    /* Take our waker back before RX_CLOSED is visible: from then on the
+     * sender may free the block. The CAS fails if the sender published
+     * first (it then owns the waker). */
+    uintptr_t s = fut__load(&ch->cell.state, FUT__ACQUIRE);
+    while ((s & WAKER) && !(s & (READY | TX_CLOSED))) {
+        if (fut__cas(&ch->cell.state, &s, s & ~(uintptr_t)WAKER,
+                     FUT__ACQUIRE, FUT__ACQUIRE)) {
+            fut__plain_write(&ch->cell.waker, sizeof ch->cell.waker);
+            fut_waker_drop(&ch->cell.waker); /* the sender never saw it */
+            break;
+        }
+    }
     uintptr_t prev = fut__fetch_or(&ch->cell.state, RX_CLOSED, FUT__ACQ_REL);
     int tx_done = (prev & (READY | TX_CLOSED)) &&
                   (!(prev & WAKER) || (prev & TX_DONE));
-    if ((prev & WAKER) && !(prev & (READY | TX_CLOSED))) {
-        fut__plain_write(&ch->cell.waker, sizeof ch->cell.waker);
-        fut_waker_drop(&ch->cell.waker); /* the sender never saw it */
-    }
     if (tx_done)
         oneshot_free(ch, (prev & READY) != 0);
 }

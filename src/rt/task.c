@@ -97,8 +97,9 @@ static void task_complete(struct fut_task *t, int cancelled)
         fut__fetch_xor(&t->state, RUNNING | COMPLETE, FUT__ACQ_REL);
     FUT_ASSERT(prev & RUNNING);
     if ((prev & (JOIN_INTEREST | JOIN_WAKER)) == (JOIN_INTEREST | JOIN_WAKER)) {
+        /* Copy, never clear: the joiner may still be reading the slot
+         * (will_wake) until its CAS fails on COMPLETE. */
         struct fut_waker w = t->join_waker;
-        t->join_waker.vt = NULL;
         fut_waker_wake(&w);
     }
     t->sched->vt->unlink(t->sched, t);
