@@ -8,6 +8,9 @@
 #include "fut/export.h"
 #include "fut/core.h"
 #include "fut/cell.h"
+#include "fut/combinators.h"
+#include "fut/stream.h"
 #include "fut/rt.h"
+#include "fut/testing.h"
 
 #endif /* FUT_H */

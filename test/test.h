@@ -36,6 +36,10 @@
  * (ctest registers such cases twice: <area>.<case> and <area>.<case>.mt).
  * Aborts the test if creation fails. */
 struct fut_runtime *fut_test_rt(void);
+/* Lets 'rt' run the tasks that are ready: block_on of a future that
+ * yields a number of times (enough for remote queues to drain). */
+void fut_test_run_pending(struct fut_runtime *rt);
+
 /* 1 when FUT_TEST_RT=mt. */
 int fut_test_rt_is_mt(void);
 

@@ -55,6 +55,15 @@ int fut_test_run(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+void fut_test_run_pending(struct fut_runtime *rt)
+{
+    for (int i = 0; i < 8; i++) {
+        struct fut_yield y;
+        fut_yield_init(&y);
+        ck_assert_int_eq(fut_block_on(rt, &y.base), 0);
+    }
+}
+
 static int counting_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct counting_future *c = (struct counting_future *)f;

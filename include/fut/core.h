@@ -312,10 +312,15 @@ static inline int fut_is_ready(const struct fut_future *f)
  *   }
  *   FUT_ASYNC_VTABLE(hello_vt, "hello", hello_poll, NULL);
  *
- * Rules: the poll parameters are named 'f'-anything and 'cx' exactly; every
- * value live across an await is in the struct (C locals are lost); at most
- * one FUT_AWAIT/FUT_YIELD per source line; no 'switch' may enclose an
- * await. */
+ * Rules: the poll parameter for the context is named 'cx'; every value
+ * live across an await is in the struct (C locals are lost); at most one
+ * FUT_AWAIT/FUT_YIELD per source line; no 'switch' may enclose an await.
+ * A future may be copied until its first poll (fut_spawn copies it into
+ * the task), so it must not hold pointers into itself before then: set up
+ * children that point into the struct (an output pointer, a combinator
+ * over sibling fields) inside the poll, after FUT_BEGIN. What the struct
+ * holds before its first poll (a channel end, say) is released by the
+ * cleanup hook when the function is dropped unpolled. */
 #if defined(__GNUC__) && __GNUC__ >= 7 || defined(__clang__)
 #define FUT__FALLTHROUGH __attribute__((fallthrough))
 #else

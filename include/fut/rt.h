@@ -116,7 +116,8 @@ FUT_EXTERN int fut_join_is_finished(const struct fut_join *j);
 /* ------------------------------------------------------------------ spawn */
 
 /* Spawns a task running a copy of the future 'f' ('size' bytes, which must
- * not have been polled yet). rt == NULL: the runtime of the current thread
+ * not have been polled yet, and holds no pointer into itself: see the
+ * async-function rules in core.h). rt == NULL: the runtime of the current thread
  * (fut_runtime_current). 'join' == NULL: the task is detached; otherwise
  * '*join' becomes its handle (a future; initialised here).
  * Returns 0; FUT_EINVAL (no runtime given or current); FUT_ESHUTDOWN (the

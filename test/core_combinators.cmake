@@ -1,0 +1,2 @@
+fut_check_test(core_combinators
+  CASES join select select_fair map_then c8 harness)

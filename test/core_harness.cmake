@@ -1,0 +1,3 @@
+fut_check_test(core_harness
+  CASES counts catches_leak errors async_example drain failalloc
+        failalloc_spawn)

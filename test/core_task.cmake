@@ -1,0 +1,2 @@
+fut_check_test(core_task CASES spawn cancel coop threads shutdown waker debug_checks
+  MT_CASES spawn cancel coop threads shutdown waker)
