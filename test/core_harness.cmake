@@ -1,3 +1,4 @@
 fut_check_test(core_harness
   CASES counts catches_leak errors async_example drain failalloc
-        failalloc_spawn)
+        failalloc_spawn
+  VALGRIND_CASES counts async_example failalloc)

@@ -124,13 +124,17 @@ void fut_join_all_init(struct fut_join_all *j, struct fut_future **children,
 
 /* Per-thread xorshift32 (Marsaglia): three shifts and xors per poll are
  * all the fairness select needs; a shared generator would be a contended
- * cache line. Seeded from the address of the thread's own state (distinct
- * per thread) through splitmix64's finaliser, never 0. */
+ * cache line. Seeded from the address of a stack variable (distinct per
+ * thread) and the clock, through splitmix64's finaliser, never 0. (Not
+ * the address of 'rng_state' itself: gcc folds &tls + constant into a
+ * 32-bit TLS relocation that fails to link in the shared library.) */
 static _Thread_local uint32_t rng_state;
 
 static uint32_t rng_seed(void)
 {
-    uint64_t z = (uint64_t)(uintptr_t)&rng_state + 0x9E3779B97F4A7C15ull;
+    int here;
+    uint64_t z = ((uint64_t)(uintptr_t)&here ^ (uint64_t)fut_now_ns()) +
+                 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;

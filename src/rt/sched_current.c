@@ -373,6 +373,8 @@ int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
         int n;
         for (n = 0; n < c->event_interval; n++) {
             struct fut_task *t = pop_local(c);
+            if (!t && drain_remote(c))
+                t = pop_local(c);
             if (!t)
                 break;
             run_task(c, t);

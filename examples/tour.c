@@ -1,0 +1,309 @@
+/* A tour of fut: each section exercises one idea of the runtime and prints
+ * what happens, step by step. Run it: it ends by checking that every
+ * allocation made through fut's allocator hook was given back.
+ *
+ *   1. a write-once cell: completed, taken, taken again (absent)
+ *   2. two threads race to complete one cell: one wins, one is told
+ *   3. a select between a channel and a future that never finishes: the
+ *      winner is reported, the loser is dropped and its channel closed
+ *   4. a task aborted while it waits: dropped, its handle says cancelled
+ *   5. a stream mapped, filtered and folded
+ *   6. the runtime's counters
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <fut.h>
+
+static int failures;
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            printf("   !! check failed: %s (line %d)\n", #cond, __LINE__);    \
+            failures++;                                                       \
+        }                                                                     \
+    } while (0)
+
+static void section(const char *title)
+{
+    printf("\n== %s\n", title);
+}
+
+/* ---------------------------------------------------------- 1. a cell */
+
+static void tour_cell(void)
+{
+    section("1. a write-once cell: PENDING -> READY -> TAKEN");
+    struct fut_cell c;
+    uint64_t slot, out = 0, v = 42;
+    fut_cell_init(&c, &slot, sizeof slot);
+    int r = fut_cell_take(&c, &out);
+    printf("   take while pending     -> %s (still PENDING)\n",
+           fut_err_name(r));
+    r = fut_cell_complete(&c, &v);
+    printf("   complete(42)           -> %d (this completer won)\n", r);
+    r = fut_cell_complete(&c, &v);
+    printf("   complete(42) again     -> %s (write-once: the loser keeps "
+           "its value)\n",
+           fut_err_name(r));
+    r = fut_cell_take(&c, &out);
+    printf("   take                   -> %d, value %llu\n", r,
+           (unsigned long long)out);
+    CHECK(r == 1 && out == 42);
+    r = fut_cell_take(&c, &out);
+    printf("   take again             -> %d (absent: taken already, not an "
+           "error)\n",
+           r);
+    CHECK(r == 0);
+}
+
+/* ------------------------------------------------ 2. racing completers */
+
+struct racer {
+    struct fut_cell *cell;
+    uint64_t value;
+    int result;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    r->result = fut_cell_complete(r->cell, &r->value);
+    return NULL;
+}
+
+static void tour_race(void)
+{
+    section("2. two threads race to complete one cell");
+    struct fut_cell c;
+    uint64_t slot, out = 0;
+    fut_cell_init(&c, &slot, sizeof slot);
+    struct racer a = {&c, 111, -1}, b = {&c, 222, -1};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, race, &a);
+    pthread_create(&tb, NULL, race, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    printf("   thread A (111) -> %s\n", a.result ? fut_err_name(a.result)
+                                                   : "won");
+    printf("   thread B (222) -> %s\n", b.result ? fut_err_name(b.result)
+                                                   : "won");
+    fut_cell_take(&c, &out);
+    printf("   the cell holds %llu: exactly one winner, one FUT_ELOST\n",
+           (unsigned long long)out);
+    CHECK((a.result == 0) != (b.result == 0));
+    CHECK(out == (a.result == 0 ? 111u : 222u));
+}
+
+/* ----------------------------------------------------- 3. select drops */
+
+/* Never completes; counts its drop. */
+struct never {
+    struct fut_future base;
+    int *drops;
+};
+static int never_poll(struct fut_future *f, struct fut_context *cx)
+{
+    (void)f;
+    (void)cx;
+    return FUT_PENDING; /* nothing to wait for: it is dropped, not woken */
+}
+static void never_drop(struct fut_future *f)
+{
+    (*((struct never *)f)->drops)++;
+}
+static const struct fut_future_vtable never_vt = {never_poll, never_drop,
+                                                  "never", NULL};
+
+/* A task that sends one value on its channel. */
+struct sender {
+    struct fut_future base;
+    struct fut_oneshot_tx tx;
+    uint64_t value;
+};
+static int sender_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct sender *s = (struct sender *)f;
+    (void)cx;
+    printf("   [task] sending %llu\n", (unsigned long long)s->value);
+    fut_oneshot_send(&s->tx, &s->value);
+    return FUT_READY;
+}
+static void sender_drop(struct fut_future *f)
+{
+    fut_oneshot_tx_drop(&((struct sender *)f)->tx);
+}
+static const struct fut_future_vtable sender_vt = {sender_poll, sender_drop,
+                                                   "sender", NULL};
+
+/* The main future of section 3: selects between a receive and 'never'. */
+struct selector {
+    struct fut_future base;
+    struct fut_oneshot_rx rx;
+    struct fut_oneshot_recv recv;
+    struct never nv;
+    struct fut_select2 sel;
+    uint64_t got;
+    int never_drops;
+};
+static int selector_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct selector *s = (struct selector *)f;
+    FUT_BEGIN(f);
+    fut_oneshot_recv_init(&s->recv, &s->rx, &s->got);
+    fut_future_init(&s->nv.base, &never_vt);
+    s->nv.drops = &s->never_drops;
+    fut_select2_init(&s->sel, &s->recv.base, &s->nv.base, FUT_SELECT_FAIR);
+    printf("   select(recv, never) polled: both branches pending\n");
+    FUT_AWAIT(f, &s->sel);
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(selector_vt, "selector", selector_poll, NULL);
+
+static void tour_select(struct fut_runtime *rt)
+{
+    section("3. select: the first ready branch wins, the loser is dropped");
+    struct fut_oneshot_tx tx;
+    struct selector s;
+    memset(&s, 0, sizeof s);
+    fut_future_init(&s.base, &selector_vt);
+    if (fut_oneshot_new(sizeof(uint64_t), NULL, &tx, &s.rx) != 0)
+        return;
+    struct sender snd;
+    fut_future_init(&snd.base, &sender_vt);
+    snd.tx = tx;
+    snd.value = 7;
+    fut_spawn(rt, &snd, sizeof snd, NULL);
+    fut_block_on(rt, &s.base);
+    printf("   winner: branch %d (recv) with %llu; the 'never' branch was "
+           "dropped %d time(s)\n",
+           s.sel.winner, (unsigned long long)s.got, s.never_drops);
+    CHECK(s.sel.winner == 0 && s.got == 7 && s.never_drops == 1);
+    fut_drop(&s.base);
+}
+
+/* --------------------------------------------------- 4. abort a task */
+
+/* Waits for a value that never comes (main keeps the sender). */
+struct waiter {
+    struct fut_future base;
+    struct fut_oneshot_rx rx;
+    struct fut_oneshot_recv recv;
+    uint64_t got;
+    int *dropped;
+};
+static int waiter_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct waiter *w = (struct waiter *)f;
+    FUT_BEGIN(f);
+    printf("   [task] waiting on a channel\n");
+    fut_oneshot_recv_init(&w->recv, &w->rx, &w->got);
+    FUT_AWAIT(f, &w->recv);
+    FUT_END(f);
+}
+static void waiter_cleanup(struct fut_future *f)
+{
+    struct waiter *w = (struct waiter *)f;
+    fut_oneshot_rx_drop(&w->rx);
+    if (!fut_is_ready(f)) {
+        *w->dropped = 1;
+        printf("   [task] dropped where it stood: its receiver went with "
+               "it\n");
+    }
+}
+FUT_ASYNC_VTABLE(waiter_vt, "waiter", waiter_poll, waiter_cleanup);
+
+static void tour_abort(struct fut_runtime *rt)
+{
+    section("4. abort a task that is waiting");
+    struct fut_oneshot_tx tx;
+    int dropped = 0;
+    struct waiter w;
+    memset(&w, 0, sizeof w);
+    fut_future_init(&w.base, &waiter_vt);
+    w.dropped = &dropped;
+    if (fut_oneshot_new(sizeof(uint64_t), NULL, &tx, &w.rx) != 0)
+        return;
+    struct fut_join j;
+    fut_spawn(rt, &w, sizeof w, &j);
+    struct fut_yield y;
+    fut_yield_init(&y);
+    fut_block_on(rt, &y.base); /* the task runs once and waits */
+    printf("   abort()\n");
+    fut_join_abort(&j);
+    fut_block_on(rt, &j.base);
+    printf("   join -> %s\n", fut_err_name(j.result));
+    uint64_t v = 1;
+    int r = fut_oneshot_send(&tx, &v);
+    printf("   a late send -> %s: nobody is left to receive\n",
+           fut_err_name(r));
+    CHECK(j.result == FUT_ECANCELED && dropped == 1 && r == FUT_ECLOSED);
+    fut_drop(&j.base);
+}
+
+/* ------------------------------------------------- 5. fold a stream */
+
+static void square(const void *in, void *out, void *ud)
+{
+    (void)ud;
+    *(int64_t *)out = *(const int64_t *)in * *(const int64_t *)in;
+}
+static int is_even(const void *item, void *ud)
+{
+    (void)ud;
+    return *(const int64_t *)item % 2 == 0;
+}
+static intptr_t add(intptr_t acc, const void *item, void *ud)
+{
+    (void)ud;
+    return acc + (intptr_t) * (const int64_t *)item;
+}
+
+static void tour_stream(struct fut_runtime *rt)
+{
+    section("5. a stream: 1..10 -> square -> keep even -> sum");
+    static const int64_t items[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    struct fut_stream_array src;
+    struct fut_stream_map sq;
+    struct fut_stream_filter ev;
+    struct fut_stream_fold sum;
+    fut_stream_array_init(&src, items, 10, sizeof items[0]);
+    fut_stream_map_init(&sq, &src.base, sizeof(int64_t), square, NULL, NULL);
+    fut_stream_filter_init(&ev, &sq.base, is_even, NULL);
+    fut_stream_fold_init(&sum, &ev.base, 0, add, NULL, NULL);
+    fut_block_on(rt, &sum.base);
+    printf("   4 + 16 + 36 + 64 + 100 = %ld\n", (long)sum.acc);
+    CHECK(sum.acc == 220);
+    fut_drop(&sum.base);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("fut tour: futures as write-once cells\n");
+    struct fut_runtime *rt;
+    int r = fut_runtime_new(NULL, &rt);
+    if (r != 0) {
+        printf("fut_runtime_new: %s\n", fut_strerror(r));
+        return 1;
+    }
+    tour_cell();
+    tour_race();
+    tour_select(rt);
+    tour_abort(rt);
+    tour_stream(rt);
+    section("6. the runtime's counters");
+    struct fut_rt_stats st;
+    fut_runtime_stats(rt, &st);
+    printf("   tasks spawned %llu, alive %llu, polls %llu, parks %llu\n",
+           (unsigned long long)st.spawned, (unsigned long long)st.alive,
+           (unsigned long long)st.polls, (unsigned long long)st.parks);
+    fut_runtime_free(rt);
+    printf("\nshutdown: %ld blocks still allocated through fut's hook\n",
+           fut_alloc_live());
+    CHECK(fut_alloc_live() == 0);
+    printf("%s\n", failures ? "tour: FAILED" : "tour: all checks passed");
+    return failures ? 1 : 0;
+}

@@ -1,1 +1,0 @@
-fut_check_test(core_smoke CASES smoke)
