@@ -38,6 +38,18 @@ void fut__free(void *p, size_t size);
 #define fut__free(p, n) ((void)(n), mc_free((p), __FILE__, __LINE__))
 #endif
 
+/* Small-block pool of the scheduler running on this thread (the same
+ * per-runtime slab tasks come from), so that short-lived blocks such as a
+ * oneshot's skip malloc. NULL outside a runtime: use fut__alloc. alloc
+ * runs on the pool's thread only; free on any thread, and the pool's
+ * memory lives until every block it handed out is freed. */
+struct fut__blockpool {
+    void *(*alloc)(struct fut__blockpool *p, size_t size, uint32_t *cls);
+    void (*free)(struct fut__blockpool *p, void *block, uint32_t cls,
+                 size_t size);
+};
+extern _Thread_local struct fut__blockpool *fut__tls_pool;
+
 /* ------------------------------------------------------------- reporting */
 
 /* Sends a formatted report to the hook (debug checks C6/C7). */

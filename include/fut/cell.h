@@ -78,7 +78,10 @@ struct fut_oneshot_rx {
 
 /* Creates a channel for values of 'size' bytes. 'dtor' (may be NULL) is
  * called on a value that was sent but never received, when the channel is
- * freed. Returns 0 or FUT_ENOMEM (nothing allocated). */
+ * freed. Returns 0, FUT_EINVAL (size above 4 GiB) or FUT_ENOMEM (nothing
+ * allocated). On a runtime's thread the block comes from that runtime's
+ * block cache (no malloc); elsewhere from the allocator hook. Either way
+ * the handles may move to and be dropped on any thread. */
 FUT_EXTERN int fut_oneshot_new(size_t size, void (*dtor)(void *value),
                                struct fut_oneshot_tx *tx,
                                struct fut_oneshot_rx *rx);

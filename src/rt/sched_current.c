@@ -11,9 +11,17 @@
  *   - a task spawned from another thread is queued remotely with
  *     TASK_F_UNLINKED and joins the live list when the runtime thread
  *     takes it off the remote queue;
- *   - the scheduler's memory lives while 'refs' > 0: one reference for
- *     the runtime handle, one per live task, one per main-future waker, so
- *     a waker or join handle that outlives fut_runtime_free stays safe.
+ *   - the scheduler's memory lives while any task or main-future waker
+ *     does, so a waker or join handle that outlives fut_runtime_free stays
+ *     safe. Counting that with an atomic per task cost two locked
+ *     instructions per spawn, so 'refs' starts at BIAS + 1 and only the
+ *     rare paths touch it: a task freed off the runtime thread, a task
+ *     spawned from another thread (TASK_F_FOREIGN: +1 at spawn, -1 at its
+ *     free wherever it happens), a main-waker clone. Tasks spawned and
+ *     freed on the runtime thread are counted by the plain 'n_spawned' /
+ *     'n_freed'. At shutdown, BIAS + 1 - (n_spawned - n_freed) is taken
+ *     off 'refs', which leaves exactly the number of blocks still alive;
+ *     the free that brings it to 0 frees the scheduler.
  *
  * Fairness: the main future is polled when woken, between batches of at
  * most 'event_interval' tasks; the remote queue is drained every
@@ -36,7 +44,8 @@ struct ct_sched {
     int budget;
     int event_interval;
     int shutting_down;
-    uint32_t tick;
+    int shut_down; /* refs converted: every free now counts in 'refs' */
+    int countdown;                /* tasks until the next remote check */
     /* any thread */
     fut__mutex lock;
     struct fut_task *rhead, *rtail; /* remote queue (under lock) */
@@ -47,8 +56,15 @@ struct ct_sched {
     fut__aword refs;                /* see the rules */
     struct fut__parker parker;
     /* statistics: written by the runtime thread, read by anyone */
-    fut__aword n_spawned, n_freed, n_polls, n_remote, n_parks, n_budget;
+    fut__aword n_spawned, n_freed; /* runtime thread's (single writer) */
+    fut__aword n_spawned_foreign, n_freed_foreign; /* any thread: RMW */
+    fut__aword n_polls, n_remote, n_parks, n_budget;
+    fut__aword n_blocks, n_blocks_freed; /* pool blocks (runtime thread) */
+    struct fut__blockpool pool;          /* oneshots etc. from the slab */
 };
+
+#define TASK_F_FOREIGN 4u /* spawned off the runtime thread: counted in refs */
+#define BIAS ((uintptr_t)1 << 40)
 
 static struct ct_sched *ct_of(struct fut__sched *s)
 {
@@ -61,14 +77,20 @@ static void stat_inc(fut__aword *a)
     fut__store(a, fut__load(a, FUT__RELAXED) + 1, FUT__RELAXED);
 }
 
-static void ct_ref_dec(struct ct_sched *c)
+/* Takes 'n' off 'refs'; frees the scheduler when that was the rest. */
+static void ct_release(struct ct_sched *c, uintptr_t n)
 {
     /* Release/acquire: every user's last access before the free. */
-    if (fut__fetch_sub(&c->refs, 1, FUT__ACQ_REL) != 1)
+    if (fut__fetch_sub(&c->refs, n, FUT__ACQ_REL) != n)
         return;
     fut__slab_fini(&c->slab);
     fut__mutex_destroy(&c->lock);
     fut__free(c, sizeof *c);
+}
+
+static void ct_ref_dec(struct ct_sched *c)
+{
+    ct_release(c, 1);
 }
 
 static int on_runtime_thread(struct ct_sched *c)
@@ -192,14 +214,49 @@ static void ct_free_task(struct fut__sched *s, struct fut_task *t)
 {
     struct ct_sched *c = ct_of(s);
     uint32_t cls = t->size_class;
+    int local = on_runtime_thread(c) && !c->shut_down;
+    int foreign = (t->flags & TASK_F_FOREIGN) != 0;
     if (cls & DIRECT)
         fut__free(t, cls & ~DIRECT);
-    else if (on_runtime_thread(c))
+    else if (local)
         fut__slab_free_local(&c->slab, t, cls, 0);
     else
         fut__slab_free_remote(&c->slab, t, cls, 0);
-    fut__fetch_add(&c->n_freed, 1, FUT__RELAXED);
+    if (local && !foreign) {
+        stat_inc(&c->n_freed); /* no reference was taken: see the rules */
+        return;
+    }
+    fut__fetch_add(&c->n_freed_foreign, 1, FUT__RELAXED);
     ct_ref_dec(c);
+}
+
+/* The block pool: the slab, on the runtime thread; blocks pin the
+ * scheduler's memory exactly as tasks do (see the rules). */
+static void *ct_pool_alloc(struct fut__blockpool *p, size_t size,
+                           uint32_t *cls)
+{
+    struct ct_sched *c = fut__container_of(p, struct ct_sched, pool);
+    void *b = fut__slab_alloc(&c->slab, size, cls);
+    if (b)
+        stat_inc(&c->n_blocks);
+    return b;
+}
+
+static void ct_pool_free(struct fut__blockpool *p, void *b, uint32_t cls,
+                         size_t size)
+{
+    struct ct_sched *c = fut__container_of(p, struct ct_sched, pool);
+    int local = on_runtime_thread(c) && !c->shut_down;
+    if (cls == 0)
+        fut__free(b, size);
+    else if (local)
+        fut__slab_free_local(&c->slab, b, cls, size);
+    else
+        fut__slab_free_remote(&c->slab, b, cls, size);
+    if (local)
+        stat_inc(&c->n_blocks_freed);
+    else
+        ct_ref_dec(c);
 }
 
 static const struct fut__sched_vt ct_vt = {ct_schedule, ct_unlink,
@@ -252,8 +309,11 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     c->base.rt = rt;
     c->base.slow_poll_ns = cfg->slow_poll_ns;
     fut__slab_init(&c->slab);
+    c->pool.alloc = ct_pool_alloc;
+    c->pool.free = ct_pool_free;
     c->budget = cfg->budget;
     c->event_interval = cfg->event_interval;
+    c->countdown = cfg->event_interval;
     if (fut__mutex_init(&c->lock) != 0) {
         fut__free(c, sizeof *c);
         return FUT_ENOMEM;
@@ -261,7 +321,7 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&c->remote_n, 0);
     fut__aword_init(&c->in_block_on, 0);
     fut__aword_init(&c->main_woken, 0);
-    fut__aword_init(&c->refs, 1);
+    fut__aword_init(&c->refs, BIAS + 1);
     fut__parker_init(&c->parker);
     *out = &c->base;
     return 0;
@@ -288,8 +348,9 @@ int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
     memcpy(fut__task_future(t), f, size);
     fut__task_init(t, s, join != NULL, file, line);
     t->size_class = cls ? cls : (DIRECT | (uint32_t)bytes);
-    t->flags = local ? 0 : TASK_F_UNLINKED;
-    fut__fetch_add(&c->refs, 1, FUT__RELAXED); /* the task's */
+    t->flags = local ? 0 : TASK_F_UNLINKED | TASK_F_FOREIGN;
+    if (!local) /* the task's (see the rules) */
+        fut__fetch_add(&c->refs, 1, FUT__RELAXED);
     if (local) {
         link_owned(c, t);
         push_local(c, t);
@@ -298,7 +359,10 @@ int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
         ct_ref_dec(c);
         return FUT_ESHUTDOWN;
     }
-    fut__fetch_add(&c->n_spawned, 1, FUT__RELAXED);
+    if (local)
+        stat_inc(&c->n_spawned);
+    else
+        fut__fetch_add(&c->n_spawned_foreign, 1, FUT__RELAXED);
     if (join)
         fut__join_init(join, t);
     return 0;
@@ -356,7 +420,9 @@ int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
     if (!fut__cas(&c->in_block_on, &zero, 1, FUT__ACQUIRE, FUT__RELAXED))
         return FUT_EBUSY;
     struct fut__sched *saved = fut__tls_sched;
+    struct fut__blockpool *saved_pool = fut__tls_pool;
     fut__tls_sched = s;
+    fut__tls_pool = &c->pool;
     struct fut_context cx;
     cx.waker.data = c;
     cx.waker.vt = &main_waker_vt;
@@ -378,7 +444,8 @@ int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
             if (!t)
                 break;
             run_task(c, t);
-            if (++c->tick % (uint32_t)c->event_interval == 0) {
+            if (--c->countdown == 0) {
+                c->countdown = c->event_interval;
                 drain_remote(c);
                 poll_driver(c);
             }
@@ -387,6 +454,7 @@ int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
             park(c);
     }
     fut__tls_sched = saved;
+    fut__tls_pool = saved_pool;
     fut__store(&c->in_block_on, 0, FUT__RELEASE);
     return 0;
 }
@@ -395,7 +463,9 @@ void fut__ct_shutdown(struct fut__sched *s)
 {
     struct ct_sched *c = ct_of(s);
     struct fut__sched *saved = fut__tls_sched;
+    struct fut__blockpool *saved_pool = fut__tls_pool;
     fut__tls_sched = s; /* we are the runtime thread now */
+    fut__tls_pool = NULL; /* drops may allocate: not from a dying slab */
     fut__mutex_lock(&c->lock);
     c->closed = 1;
     fut__mutex_unlock(&c->lock);
@@ -414,14 +484,24 @@ void fut__ct_shutdown(struct fut__sched *s)
         c->base.driver = NULL;
     }
     fut__tls_sched = saved;
-    ct_ref_dec(c);
+    fut__tls_pool = saved_pool;
+    /* Convert the plain counts into 'refs' (see the rules): what is left
+     * is the number of task blocks still referenced somewhere. */
+    c->shut_down = 1;
+    uintptr_t alive = fut__load(&c->n_spawned, FUT__RELAXED) -
+                      fut__load(&c->n_freed, FUT__RELAXED) +
+                      fut__load(&c->n_blocks, FUT__RELAXED) -
+                      fut__load(&c->n_blocks_freed, FUT__RELAXED);
+    ct_release(c, BIAS + 1 - alive);
 }
 
 void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
 {
     struct ct_sched *c = ct_of(s);
-    out->spawned = fut__load(&c->n_spawned, FUT__RELAXED);
-    out->alive = out->spawned - fut__load(&c->n_freed, FUT__RELAXED);
+    out->spawned = fut__load(&c->n_spawned, FUT__RELAXED) +
+                   fut__load(&c->n_spawned_foreign, FUT__RELAXED);
+    out->alive = out->spawned - fut__load(&c->n_freed, FUT__RELAXED) -
+                 fut__load(&c->n_freed_foreign, FUT__RELAXED);
     out->polls = fut__load(&c->n_polls, FUT__RELAXED);
     out->remote_wakes = fut__load(&c->n_remote, FUT__RELAXED);
     out->parks = fut__load(&c->n_parks, FUT__RELAXED);
