@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""fut against the peers: RESULT lines -> ratio table, then details.
+
+    summarize.py [--missing "name ..."] FILE...
+
+Reads every line starting with "RESULT " (key=value fields, the format of
+../shared/peers) from the files. For every (bench, peer, config) the value
+is summarized over its runs by the median, min..max and the spread
+(max - min) / median, as ../shared/peers/summarize.py does.
+
+The ratio table has one row per check: a fut row (bench, config) against
+its reference, median over median. The reference of a fut row is the Tokio
+peer in the same config (current_thread, multi_thread_w2), except:
+  xthread_wake        the C futex floor (c_baseline futex)
+  tcp_echo, http_wrk  the best of every Tokio config and libuv (rates:
+                      higher is better, so the target is a floor)
+plus the secondary checks the issues ask for (mpsc against Go's channels,
+timers' peak RSS against libuv's, idle-task bytes minus the future's own
+size). 'met' compares the ratio with the issue's target; '-' = no target.
+--missing names benchmarks the peers have and fut does not (yet); they are
+listed under the table.
+"""
+import statistics
+import sys
+from collections import OrderedDict
+
+ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
+         "oneshot_local", "mpsc_1p1c", "mpsc_4p1c", "timers",
+         "idle_task_pending", "idle_task_oneshot", "scope_join",
+         "mutex_contended", "xthread_wake", "tcp_echo", "http_wrk"]
+
+RATE_UNITS = ("roundtrips/s", "req/s")
+
+# Targets from the issues, as fut / reference (time units: at most; rates:
+# at least). Key: (bench, fut config); a config missing here has none.
+CT, MT2 = "current_thread", "multi_thread_w2"
+RATIO_TARGETS = {
+    # issue 2 (current_thread) and issue 3 (multi_thread_w2)
+    ("spawn_many", CT): 0.5, ("spawn_many", MT2): 0.5,
+    ("yield_many", CT): 0.5, ("yield_many", MT2): 0.5,
+    ("chained_spawn", CT): 0.5, ("chained_spawn", MT2): 0.5,
+    ("oneshot", CT): 0.5, ("oneshot", MT2): 0.5,
+    ("oneshot_local", CT): 0.5,
+    ("ping_pong", CT): 0.7, ("ping_pong", MT2): 0.7,
+    ("xthread_wake", MT2): 1.1,
+    # issue 5
+    ("mpsc_1p1c", CT): 0.5, ("mpsc_1p1c", MT2): 0.5,
+    ("mpsc_4p1c", CT): 0.5, ("mpsc_4p1c", MT2): 0.5,
+    ("mutex_contended", CT): 0.7, ("mutex_contended", MT2): 0.7,
+    # issue 6
+    ("scope_join", CT): 0.7, ("scope_join", MT2): 0.7,
+    # issue 4
+    ("timers", CT): 0.5,
+}
+RATE_TARGET = 1.1  # tcp_echo, http_wrk: >= 1.1 x the best of Tokio, libuv
+IDLE_OVERHEAD_MAX = 64.0  # bytes per idle task beyond the future itself
+
+GO_CONFIG = {CT: "gomaxprocs1", MT2: "gomaxprocs2"}
+
+# Secondary fields shown in the details, per benchmark.
+EXTRA = {
+    "timers": ["wall_ms", "arm_ms", "cpu_ns_per_op", "maxrss_kb",
+               "cancel_missed", "mean_late_us"],
+    "idle_task_pending": ["spawn_ns_per_task", "maxrss_kb", "future_bytes"],
+    "idle_task_oneshot": ["spawn_ns_per_task", "maxrss_kb", "future_bytes"],
+    "tcp_echo": ["p50_us", "p99_us", "server_cpu_us_per_op"],
+    "http_wrk": ["p50_us", "p99_us", "server_cpu_us_per_op"],
+}
+DEFAULT_EXTRA = ["cpu_ns_per_op", "maxrss_kb"]
+
+
+def parse(paths):
+    """{(bench, peer, config): [fields, ...]} in first-seen order."""
+    rows = OrderedDict()
+    for path in paths:
+        with open(path) as fp:
+            for line in fp:
+                if not line.startswith("RESULT "):
+                    continue
+                kv = {}
+                for tok in line.split()[1:]:
+                    if "=" in tok:
+                        k, v = tok.split("=", 1)
+                        kv[k] = v
+                if {"bench", "peer", "config", "value"} <= kv.keys():
+                    rows.setdefault((kv["bench"], kv["peer"], kv["config"]),
+                                    []).append(kv)
+    return rows
+
+
+def num(runs, field):
+    return [float(r[field]) for r in runs if field in r]
+
+
+def median(runs, field="value"):
+    vals = num(runs, field)
+    return statistics.median(vals) if vals else None
+
+
+def spread(runs):
+    vals = num(runs, "value")
+    m = statistics.median(vals)
+    return (max(vals) - min(vals)) / m * 100 if m else 0.0
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.1f}"
+
+
+def cell(runs):
+    return f"{fmt(median(runs))} [{spread(runs):.0f}%]"
+
+
+def bench_key(b):
+    return ORDER.index(b) if b in ORDER else len(ORDER)
+
+
+def reference(rows, bench, config):
+    """(label, runs, value) of the reference of fut's (bench, config)."""
+    if bench == "xthread_wake":
+        k = (bench, "c_baseline", "futex")
+        return ("c_baseline futex", rows.get(k))
+    if bench in ("tcp_echo", "http_wrk"):
+        best = None
+        for (b, peer, cfg), runs in rows.items():
+            if b == bench and peer in ("tokio", "libuv"):
+                if best is None or median(runs) > median(best[1]):
+                    best = (f"best: {peer} {cfg}", runs)
+        return best if best else ("tokio / libuv", None)
+    return (f"tokio {config}", rows.get((bench, "tokio", config)))
+
+
+def ratio_rows(rows):
+    """The checks, as lists of table cells."""
+    out = []
+    fut_keys = sorted((k for k in rows if k[1] == "fut"),
+                      key=lambda k: (bench_key(k[0]), k[0], k[2]))
+    for bench, _, config in fut_keys:
+        runs = rows[(bench, "fut", config)]
+        unit = runs[0].get("unit", "")
+        fm = median(runs)
+        label, ref = reference(rows, bench, config)
+        rate = unit in RATE_UNITS
+        if rate:
+            target = RATE_TARGET
+        else:
+            target = RATIO_TARGETS.get((bench, config))
+        out.append(check_row(bench, config, unit, cell(runs), fm, label,
+                             ref, target, rate))
+        if bench.startswith("mpsc_") and config in GO_CONFIG:
+            go = rows.get((bench, "go", GO_CONFIG[config]))
+            out.append(check_row(bench, config, unit, cell(runs), fm,
+                                 f"go {GO_CONFIG[config]}", go, 1.0, False))
+        if bench == "timers":
+            uv = rows.get((bench, "libuv", "default_loop"))
+            fr = median(runs, "maxrss_kb")
+            out.append(check_row(bench, config, "maxrss_kb", fmt(fr), fr,
+                                 "libuv default_loop", uv,
+                                 1.0 if config == CT else None, False,
+                                 field="maxrss_kb"))
+        if bench == "idle_task_pending" and median(runs, "future_bytes"):
+            fb = median(runs, "future_bytes")
+            over = fm - fb
+            # Issue 2's target is for the current-thread runtime.
+            target, met = "-", "-"
+            if config == CT:
+                target = f"<= {IDLE_OVERHEAD_MAX:.0f} B"
+                met = "yes" if over <= IDLE_OVERHEAD_MAX else "no"
+            out.append([bench, config, f"bytes/task - future ({fmt(fb)} B)",
+                        fmt(over), "absolute", "", "", target, met])
+    return out
+
+
+def check_row(bench, config, unit, fut_cell, fut_med, label, ref, target,
+              rate, field="value"):
+    if not ref:
+        return [bench, config, unit, fut_cell, label, "(no run)", "-",
+                fmt_target(target, rate), "-"]
+    rm = median(ref, field)
+    ref_cell = cell(ref) if field == "value" else fmt(rm)
+    ratio = fut_med / rm if rm else None
+    met = "-"
+    if target is not None and ratio is not None:
+        met = "yes" if (ratio >= target if rate else ratio <= target) else "no"
+    return [bench, config, unit, fut_cell, label, ref_cell,
+            f"{ratio:.2f}" if ratio is not None else "-",
+            fmt_target(target, rate), met]
+
+
+def fmt_target(target, rate):
+    if target is None:
+        return "-"
+    return f"{'>=' if rate else '<='} {target:.2f}"
+
+
+def print_table(header, body):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in body:
+        print("| " + " | ".join(r) + " |")
+
+
+def details(rows):
+    benches = sorted({k[0] for k in rows}, key=lambda b: (bench_key(b), b))
+    for b in benches:
+        keys = [k for k in rows if k[0] == b]
+        unit = rows[keys[0]][0].get("unit", "")
+        extra = EXTRA.get(b, DEFAULT_EXTRA)
+        print(f"\n### {b} ({unit}; rel = vs the reference of the row's "
+              f"config, as in the ratio table)\n")
+        body = []
+        for k in sorted(keys, key=lambda k: (k[1] != "fut", k[1], k[2])):
+            runs = rows[k]
+            vals = num(runs, "value")
+            m = median(runs)
+            cfg = k[2] if k[2] in (CT, MT2) else CT
+            _, ref = reference(rows, b, cfg)
+            rm = median(ref) if ref else None
+            rel = f"{m / rm:.2f}" if rm else "-"
+            body.append([k[1], k[2], str(len(vals)), fmt(m),
+                         f"{fmt(min(vals))}..{fmt(max(vals))}",
+                         f"{spread(runs):.0f}%", rel] +
+                        [fmt(median(runs, f)) for f in extra])
+        print_table(["peer", "config", "n", "median", "min..max", "spread",
+                     "rel"] + extra, body)
+
+
+def main():
+    args = sys.argv[1:]
+    missing = ""
+    if len(args) >= 2 and args[0] == "--missing":
+        missing, args = args[1], args[2:]
+    rows = parse(args)
+    print("## fut / reference (medians; [spread] = (max - min) / median)\n")
+    print_table(["bench", "config", "unit", "fut", "reference", "ref",
+                 "fut / ref", "target", "met"], ratio_rows(rows))
+    if missing.split():
+        print(f"\nNot in fut yet (no row): {', '.join(missing.split())}")
+    details(rows)
+
+
+if __name__ == "__main__":
+    main()
