@@ -1,4 +1,6 @@
 /* Shared test helpers; see test.h. */
+#include <time.h>
+
 #include "test.h"
 
 static long live_at_start;
@@ -61,6 +63,19 @@ void fut_test_run_pending(struct fut_runtime *rt)
         struct fut_yield y;
         fut_yield_init(&y);
         ck_assert_int_eq(fut_block_on(rt, &y.base), 0);
+    }
+    if (!fut_test_rt_is_mt())
+        return;
+    /* Workers run on their own: wait until the poll count stands still
+     * for three 2 ms rounds (at most ~2 s). */
+    uint64_t last = (uint64_t)-1;
+    for (int still = 0, n = 0; still < 3 && n < 1000; n++) {
+        struct fut_rt_stats st;
+        fut_runtime_stats(rt, &st);
+        still = st.polls == last ? still + 1 : 0;
+        last = st.polls;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
 }
 

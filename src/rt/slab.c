@@ -48,6 +48,12 @@ static void drain_remote(struct fut__slab *s)
 
 static void *carve(struct fut__slab *s, size_t bytes)
 {
+    /* Blocks of 16-multiple sizes start 16-aligned (see slab.h); the 8
+     * bytes skipped at most are lost until the chunk is freed. */
+    if (bytes % 16 == 0 && ((uintptr_t)s->bump & 15) && s->bump_left >= 8) {
+        s->bump += 8;
+        s->bump_left -= 8;
+    }
     if (s->bump_left < bytes) {
         struct chunk *c = fut__alloc(CHUNK_BYTES);
         if (!c)
@@ -65,6 +71,8 @@ static void *carve(struct fut__slab *s, size_t bytes)
 
 void *fut__slab_alloc(struct fut__slab *s, size_t size, uint32_t *cls)
 {
+    if (size < 2 * sizeof(void *))
+        size = 2 * sizeof(void *); /* room for the remote-free link */
     uint32_t c = (uint32_t)((size + FUT__SLAB_GRAIN - 1) / FUT__SLAB_GRAIN);
     if (c > FUT__SLAB_CLASSES) {
         *cls = 0;
