@@ -8,7 +8,9 @@
  *      winner is reported, the loser is dropped and its channel closed
  *   4. a task aborted while it waits: dropped, its handle says cancelled
  *   5. a stream mapped, filtered and folded
- *   6. the runtime's counters
+ *   6. timers: a sleep, and a timeout that drops its inner future
+ *   7. sockets: a TCP echo over loopback between two tasks
+ *   8. the runtime's counters
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -279,6 +281,162 @@ static void tour_stream(struct fut_runtime *rt)
     fut_drop(&sum.base);
 }
 
+/* ------------------------------------------- 6. timers and timeouts */
+
+struct timed {
+    struct fut_future base;
+    struct fut_sleep nap;
+    struct never nv;
+    struct fut_timeout to;
+    int never_drops;
+    int64_t t0, slept_ns, waited_ns;
+    int to_result;
+};
+static int timed_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct timed *t = (struct timed *)f;
+    FUT_BEGIN(f);
+    t->t0 = fut_time_now();
+    fut_sleep_init(&t->nap, 20 * 1000 * 1000);
+    printf("   sleep(20 ms)\n");
+    FUT_AWAIT(f, &t->nap);
+    t->slept_ns = fut_time_now() - t->t0;
+    fut_future_init(&t->nv.base, &never_vt);
+    t->nv.drops = &t->never_drops;
+    t->t0 = fut_time_now();
+    fut_timeout_init(&t->to, &t->nv.base, t->t0 + 30 * 1000 * 1000);
+    printf("   timeout(never, 30 ms)\n");
+    FUT_AWAIT(f, &t->to);
+    t->waited_ns = fut_time_now() - t->t0;
+    t->to_result = t->to.result;
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(timed_vt, "timed", timed_poll, NULL);
+
+static void tour_timers(struct fut_runtime *rt)
+{
+    section("6. timers: a sleep, and a timeout that drops its inner future");
+    struct timed t;
+    memset(&t, 0, sizeof t);
+    fut_future_init(&t.base, &timed_vt);
+    fut_block_on(rt, &t.base);
+    printf("   slept %.1f ms\n", t.slept_ns / 1e6);
+    printf("   timeout -> %s after %.1f ms; the inner future was dropped %d "
+           "time(s) where it stood\n",
+           fut_err_name(t.to_result), t.waited_ns / 1e6, t.never_drops);
+    CHECK(t.slept_ns >= 20 * 1000 * 1000);
+    CHECK(t.to_result == FUT_ETIMEDOUT && t.never_drops == 1);
+    fut_drop(&t.base);
+}
+
+/* ------------------------------------------------------- 7. sockets */
+
+/* Server task: accepts one connection, reads, writes it back, closes. */
+struct echo_once {
+    struct fut_future base;
+    struct fut_io *listener;
+    struct fut_accept acc;
+    struct fut_io_read rd;
+    struct fut_io_write_all wr;
+    char buf[64];
+};
+static int echo_once_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct echo_once *e = (struct echo_once *)f;
+    FUT_BEGIN(f);
+    fut_accept_init(&e->acc, e->listener);
+    FUT_AWAIT(f, &e->acc);
+    if (e->acc.result != 0)
+        FUT_RETURN(f);
+    printf("   [server] accepted a connection\n");
+    fut_io_read_init(&e->rd, e->acc.conn, e->buf, sizeof e->buf);
+    FUT_AWAIT(f, &e->rd);
+    if (e->rd.result > 0) {
+        printf("   [server] read %zd bytes, writing them back\n",
+               e->rd.result);
+        fut_io_write_all_init(&e->wr, e->acc.conn, e->buf,
+                              (size_t)e->rd.result);
+        FUT_AWAIT(f, &e->wr);
+    }
+    fut_io_close(e->acc.conn);
+    e->acc.conn = NULL;
+    FUT_END(f);
+}
+static void echo_once_cleanup(struct fut_future *f)
+{
+    struct echo_once *e = (struct echo_once *)f;
+    if (e->acc.conn && fut_is_ready(&e->acc.base))
+        fut_io_close(e->acc.conn);
+}
+FUT_ASYNC_VTABLE(echo_once_vt, "echo_once", echo_once_poll,
+                 echo_once_cleanup);
+
+/* Client (the main future): connects, sends "ping", reads the echo. */
+struct client {
+    struct fut_future base;
+    struct sockaddr_storage addr;
+    socklen_t len;
+    struct fut_connect conn;
+    struct fut_io_write_all wr;
+    struct fut_io_read rd;
+    char buf[64];
+    ssize_t got;
+};
+static int client_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct client *c = (struct client *)f;
+    FUT_BEGIN(f);
+    fut_tcp_connect_init(&c->conn, (struct sockaddr *)&c->addr, c->len,
+                         fut_time_now() + 1000 * 1000 * 1000);
+    FUT_AWAIT(f, &c->conn);
+    if (c->conn.result != 0)
+        FUT_RETURN(f);
+    printf("   [client] connected, sending \"ping\"\n");
+    fut_io_write_all_init(&c->wr, c->conn.conn, "ping", 4);
+    FUT_AWAIT(f, &c->wr);
+    fut_io_read_init(&c->rd, c->conn.conn, c->buf, sizeof c->buf);
+    FUT_AWAIT(f, &c->rd);
+    c->got = c->rd.result;
+    fut_io_close(c->conn.conn);
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(client_vt, "client", client_poll, NULL);
+
+static void tour_sockets(struct fut_runtime *rt)
+{
+    section("7. sockets: a TCP echo over loopback between two tasks");
+    struct sockaddr_storage ss;
+    socklen_t len;
+    struct fut_io *lst;
+    if (fut_addr_parse("127.0.0.1", 0, &ss, &len) != 0 ||
+        fut_tcp_listen((struct sockaddr *)&ss, len, 16, &lst) != 0) {
+        printf("   cannot listen on loopback\n");
+        failures++;
+        return;
+    }
+    fut_io_local_addr(lst, &ss, &len);
+    printf("   listening on 127.0.0.1:%d\n", fut_addr_port(&ss));
+    struct echo_once srv;
+    memset(&srv, 0, sizeof srv);
+    fut_future_init(&srv.base, &echo_once_vt);
+    srv.listener = lst;
+    struct fut_join sj;
+    fut_spawn(rt, &srv, sizeof srv, &sj);
+    struct client c;
+    memset(&c, 0, sizeof c);
+    fut_future_init(&c.base, &client_vt);
+    c.addr = ss;
+    c.len = len;
+    fut_block_on(rt, &c.base);
+    printf("   [client] got back %zd bytes: \"%.*s\"\n", c.got,
+           c.got > 0 ? (int)c.got : 0, c.buf);
+    CHECK(c.got == 4 && memcmp(c.buf, "ping", 4) == 0);
+    fut_block_on(rt, &sj.base);
+    fut_drop(&sj.base);
+    fut_drop(&c.base);
+    fut_io_close(lst);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -294,7 +452,9 @@ int main(void)
     tour_select(rt);
     tour_abort(rt);
     tour_stream(rt);
-    section("6. the runtime's counters");
+    tour_timers(rt);
+    tour_sockets(rt);
+    section("8. the runtime's counters");
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);
     printf("   tasks spawned %llu, alive %llu, polls %llu, parks %llu\n",

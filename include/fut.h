@@ -11,6 +11,9 @@
 #include "fut/combinators.h"
 #include "fut/stream.h"
 #include "fut/rt.h"
+#include "fut/time.h"
+#include "fut/io.h"
+#include "fut/net.h"
 #include "fut/testing.h"
 
 #endif /* FUT_H */

@@ -27,6 +27,22 @@ struct fut_rt_config {
     int event_interval;   /* ticks between remote-queue checks; 0 = 61 */
     int64_t slow_poll_ns; /* debug builds: report longer polls; 0 = 10 ms,
                              -1 = never */
+    /* The driver (reactor, timers, blocking pool: io.h, net.h, time.h).
+     * All 0 = Tokio's enable_all(). */
+    int no_driver;        /* 1: none; the runtime parks on a futex, and
+                             futures that need the driver complete with
+                             FUT_EINVAL */
+    int start_paused;     /* 1: virtual clock for tests (Tokio's
+                             start_paused): time stands still while tasks
+                             run and jumps to the next timer deadline
+                             when every task is idle, no I/O is ready and
+                             no blocking job runs; current-thread only
+                             (FUT_EINVAL otherwise) */
+    int blocking_threads; /* blocking pool: threads at most; 0 = 512 */
+    int blocking_queue;   /* blocking pool: jobs queued before submitters
+                             wait; 0 = 1024 */
+    int64_t blocking_keepalive_ns; /* idle pool threads exit after; 0 =
+                                      10 s */
 };
 
 /* Fills 'cfg' with the defaults (current-thread, budget 128, 61 ticks). */

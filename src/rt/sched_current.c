@@ -29,6 +29,7 @@
  */
 #include <string.h>
 
+#include "io/driver.h"
 #include "rt/rt_internal.h"
 #include "rt/slab.h"
 #include "util/mutex.h"
@@ -323,6 +324,15 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&c->main_woken, 0);
     fut__aword_init(&c->refs, BIAS + 1);
     fut__parker_init(&c->parker);
+    if (!cfg->no_driver) {
+        int r = fut__driver_new(&c->base, cfg, &c->base.driver);
+        if (r) {
+            fut__mutex_destroy(&c->lock);
+            fut__slab_fini(&c->slab);
+            fut__free(c, sizeof *c);
+            return r;
+        }
+    }
     *out = &c->base;
     return 0;
 }

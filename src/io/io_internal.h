@@ -1,0 +1,228 @@
+/* Internals shared by the I/O driver (src/io), the timers (src/time), the
+ * sockets (src/net) and the blocking pool (src/blocking). */
+#ifndef FUT_IO_INTERNAL_H
+#define FUT_IO_INTERNAL_H
+
+#include "fut/io.h"
+#include "fut/net.h"
+#include "fut/time.h"
+#include "io/backend.h"
+#include "rt/rt_internal.h"
+#include "time/wheel.h"
+#include "util/mutex.h"
+
+_Static_assert(sizeof(uintptr_t) == 8, "fut's I/O layer needs 64-bit words");
+
+#define FUT__NS_PER_MS 1000000LL
+
+/* ------------------------------------------------------------- timers */
+
+/* A timer: a wheel entry plus the waker to call and its state. Lives
+ * inside the future (public storage: struct fut_timer_entry). */
+struct fut__timer {
+    struct fut__tentry e;    /* under the driver lock */
+    struct fut_waker waker;  /* under the driver lock */
+    fut__aword state;        /* TIMER_* below */
+    struct fut__iodrv *drv;  /* armed on; set by the poller */
+};
+
+enum {
+    FUT__TIMER_IDLE = 0,  /* not in any wheel */
+    FUT__TIMER_ARMED = 1, /* in d's wheel, waiting */
+    FUT__TIMER_FIRED = 2, /* expired; the driver took the waker and will
+                             not touch the entry again */
+    FUT__TIMER_DEAD = 3   /* the driver was freed while it was armed */
+};
+
+static inline struct fut__timer *fut__timer_of(struct fut_timer_entry *s)
+{
+    return (struct fut__timer *)(void *)s;
+}
+
+void fut__timer_init(struct fut__timer *t);
+/* Arms 't' on 'd' for 'deadline' (absolute ns of d's clock) with a clone
+ * of 'w'. Returns 0 (armed) or 1 (already due: not armed; state FIRED).
+ * 't' must be IDLE or FIRED. */
+int fut__timer_arm(struct fut__iodrv *d, struct fut__timer *t,
+                   int64_t deadline, const struct fut_waker *w);
+/* 1 when 't' fired; FUT_ESHUTDOWN when its driver was freed meanwhile;
+ * else keeps 'w' as its waker and returns 0. */
+int fut__timer_poll(struct fut__timer *t, const struct fut_waker *w);
+/* Disarms 't' (any state; O(1)) and drops its waker; back to IDLE. */
+void fut__timer_cancel(struct fut__timer *t);
+
+/* ------------------------------------------------------- blocking pool */
+
+struct fut__job;
+struct fut__pool;
+
+/* Runs on a pool thread; returns the job's value. */
+typedef intptr_t (*fut__job_fn)(struct fut__job *j);
+/* Releases a value nobody will take (the future was dropped after the
+ * job ran). May be NULL. */
+typedef void (*fut__job_discard)(struct fut__job *j, intptr_t value);
+
+struct fut__job {
+    struct fut__job *next, *prev; /* queue links (under the pool lock) */
+    fut__job_fn fn;
+    fut__job_discard discard;
+    intptr_t value;               /* written by the worker before DONE */
+    struct fut_waker waker;       /* under the pool lock */
+    struct fut__pool *pool;
+    struct fut__iodrv *drv;       /* for the paused clock's inhibit count */
+    fut__aword state;             /* JOB_* in pool.c */
+    size_t size;                  /* allocation size (payload included) */
+    /* the caller's payload follows, aligned */
+};
+
+static inline void *fut__job_payload(struct fut__job *j)
+{
+    return (char *)j + ((sizeof *j + 15) & ~(size_t)15);
+}
+
+/* Allocates a job with 'payload' bytes of payload (zeroed). NULL: no
+ * memory. */
+struct fut__job *fut__job_new(size_t payload, fut__job_fn fn,
+                              fut__job_discard discard);
+/* Polls a job for the task in 'cx': submits it on the first poll.
+ * Returns FUT_READY with '*value' set (the job stays allocated: read its
+ * payload, then fut__job_release it), FUT_PENDING, or a negative code
+ * (no driver: FUT_EINVAL; pool shut down: FUT_ESHUTDOWN; no thread could
+ * be started and none runs: -EAGAIN), in which case the job was freed
+ * and '*jp' is NULL. */
+int fut__job_poll(struct fut__job **jp, struct fut_context *cx,
+                  intptr_t *value);
+/* Frees a job whose value was taken (no discard). '*jp' becomes NULL. */
+void fut__job_release(struct fut__job **jp);
+/* Drops the future's interest: cancels a job not started, lets a
+ * running one finish (its value then goes to 'discard'), frees a
+ * finished one. '*jp' becomes NULL. */
+void fut__job_drop(struct fut__job **jp);
+
+/* Per-driver pool state (pool.c). */
+struct fut__pool *fut__pool_new(const struct fut_rt_config *cfg);
+/* Joins every thread (running jobs finish first; queued ones are
+ * orphaned: their futures later free them). */
+void fut__pool_free(struct fut__pool *p);
+/* Threads the pool has now (tests, statistics). */
+int fut__pool_threads(struct fut__pool *p);
+
+/* ------------------------------------------------------------- driver */
+
+struct fut__io;
+
+struct fut__iodrv {
+    struct fut__driver base;
+    struct fut__backend be;
+    int evfd;                /* the unpark eventfd, registered, token NULL */
+    fut__aword park_state;   /* IDLE / PARKED / NOTIFIED (driver.c) */
+    uint32_t tick;           /* event tick; the parking thread only */
+    int paused;              /* virtual clock (static after creation) */
+    int64_t origin;          /* real time of tick 0 */
+    fut__aword vnow;         /* virtual now (ns); written under 'lock' */
+    fut__aword inhibit;      /* blocking jobs in flight (paused clock) */
+    fut__mutex lock;         /* guards the fields below */
+    struct fut__wheel wheel;
+    uint64_t sleep_tick;     /* tick a blocking wait ends at, or MAX */
+    struct fut__io *ios;     /* registered fds */
+    struct fut__io *release; /* closed fds, freed at the next turn */
+    struct fut__pool *pool;  /* the blocking pool */
+    struct fut__bevent events[256];
+};
+
+/* The driver of the runtime running on this thread, or NULL. */
+static inline struct fut__iodrv *fut__iodrv_current(void)
+{
+    struct fut__sched *s = fut__tls_sched;
+    return s ? (struct fut__iodrv *)s->driver : NULL;
+}
+
+/* Now, on d's clock (virtual when paused). */
+int64_t fut__iodrv_now(struct fut__iodrv *d);
+/* Makes a park in progress return (any thread). */
+void fut__iodrv_unpark(struct fut__iodrv *d);
+
+/* -------------------------------------------------------------- reactor */
+
+/* Readiness word of an fd (one fut__aword):
+ *   bits 0..4   FUT__RD_* ready bits
+ *   bits 32..63 the driver tick of the event that last set bits (0: none
+ *               yet, the state an fd starts in)
+ */
+#define FUT__IO_TICK_SHIFT 32
+
+/* Directions. */
+#define FUT__DIR_READ 1u
+#define FUT__DIR_WRITE 2u
+
+/* Kinds of fd. */
+enum {
+    FUT__IO_STREAM = 1, /* connected stream socket */
+    FUT__IO_DGRAM,      /* datagram socket */
+    FUT__IO_LISTEN,     /* listening socket */
+    FUT__IO_PIPE,       /* pipe, tty or other non-socket stream */
+    FUT__IO_SIGNAL,     /* signalfd */
+    FUT__IO_OTHER       /* a tty or other fd: no short-transfer rule */
+};
+
+struct fut_io {
+    struct fut__io *core;
+    unsigned dir; /* FUT__DIR_*: what this handle may do */
+};
+
+struct fut__io {
+    fut__aword readiness;        /* see above */
+    int fd;
+    int kind;
+    fut__mutex lock;             /* guards 'drv' (set once) and the slots */
+    struct fut__iodrv *drv;      /* registered with; NULL before */
+    struct fut_waker rd, wr;     /* the reader's and the writer's waker */
+    struct fut__io *prev, *next; /* d->ios or d->release */
+    fut__aword refs;             /* handles alive (1, or 2 once split) */
+    int restore_fl;              /* file status flags for close, or -1 */
+    int borrowed;                /* 1: close leaves the fd open (stdio) */
+    int nodelay;                 /* TCP_NODELAY set (cached) */
+    struct fut_io h, hr, hw;     /* the full handle and the two halves */
+};
+
+/* Wraps 'fd' (already non-blocking). 'ready' = the readiness assumed at
+ * first (FUT__RD_READ|FUT__RD_WRITE: try the syscall before waiting).
+ * Returns 0 with '*out' set, or FUT_ENOMEM (the fd is not closed). */
+int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out);
+/* Readiness of 'io' in direction 'dir' for the task in 'cx'. Returns the
+ * ready bits (> 0) with '*tick', 0 once cx's waker is registered (the
+ * caller returns PENDING), or a negative code (FUT_EINVAL: no driver on
+ * this thread, or another runtime's; a registration error such as
+ * -ENOMEM or -EPERM). */
+int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
+                  uint32_t *tick);
+/* Clears 'bits' unless an event newer than 'tick' landed (ABA guard). */
+void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
+/* Drops the waker registered for 'dir' (a future's drop). */
+void fut__io_unwait(struct fut__io *io, unsigned dir);
+/* Records an event (driver). */
+void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick);
+/* Frees what a closed io left on d's release list (driver, each turn). */
+void fut__io_reap(struct fut__io *list);
+/* Detaches every registered io from a driver being freed. */
+void fut__io_detach_all(struct fut__iodrv *d);
+
+/* Runs one readiness-driven syscall: a common helper of the socket
+ * futures. 'op' makes the call and returns its result (>= 0 or -errno).
+ * Handles coop, EINTR, EAGAIN
+ * (clear + wait) and the short-transfer rule (a short read or write
+ * clears readiness: the kernel buffer was drained or filled). */
+typedef long (*fut__io_op)(int fd, void *ud);
+/* Returns FUT_READY with '*res' = the syscall's result (or the reactor's
+ * error), or FUT_PENDING. 'want' = bytes asked for (0: no short-transfer
+ * rule, e.g. peek, accept, datagrams). */
+int fut__io_do(struct fut__io *io, unsigned dir, struct fut_context *cx,
+               fut__io_op op, void *ud, size_t want, long *res);
+
+/* The core of a public handle; NULL-safe. */
+static inline struct fut__io *fut__io_core(const struct fut_io *h)
+{
+    return h ? h->core : NULL;
+}
+
+#endif /* FUT_IO_INTERNAL_H */

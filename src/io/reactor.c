@@ -1,0 +1,381 @@
+/* The reactor: per-fd readiness, the reader's and writer's waker slots,
+ * registration with the driver, and the common "try the syscall, wait if
+ * it would block" step of every socket future.
+ *
+ * Rules of an fd's readiness word ('readiness', see io_internal.h):
+ *   - the driver sets ready bits together with its current tick, in one
+ *     CAS, for every event (edge-triggered: an event means "something
+ *     changed", so bits are only ever added by events);
+ *   - a poller that got EAGAIN clears READ or WRITE only if the tick is
+ *     still the one it observed before its syscall: an event that landed
+ *     between that observation and the EAGAIN carries a newer tick and
+ *     survives the clear (the ABA guard);
+ *   - a poller that finds no readiness registers its waker under the fd's
+ *     lock and re-reads the word before unlocking; the driver stores the
+ *     word before taking the same lock to collect wakers. So either the
+ *     driver sees the waker, or the poller's re-read sees the event: no
+ *     readiness event is lost between a poll's EAGAIN and its waker
+ *     registration (C5 for I/O);
+ *   - RCLOSED, WCLOSED and ERROR are never cleared: once the peer is gone
+ *     every later syscall reports it at once;
+ *   - an fd starts with READ|WRITE and tick 0 ("try first"): its first
+ *     syscall goes straight to the kernel, and registration (one
+ *     epoll_ctl per fd, both directions) happens the first time it would
+ *     block;
+ *   - 'drv' is written once, under the fd's lock, by the registering
+ *     poller; the waker slots are read and written only under that lock.
+ *
+ * Lock order: an fd's lock, then the driver's. Never the reverse.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io_internal.h"
+#include "platform/sys.h"
+
+#define TICK_MASK (~(uintptr_t)0 << FUT__IO_TICK_SHIFT)
+#define READ_MASK (FUT__RD_READ | FUT__RD_RCLOSED | FUT__RD_ERROR)
+#define WRITE_MASK (FUT__RD_WRITE | FUT__RD_WCLOSED | FUT__RD_ERROR)
+
+static unsigned dir_mask(unsigned dir)
+{
+    return dir == FUT__DIR_READ ? READ_MASK : WRITE_MASK;
+}
+
+int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
+{
+    struct fut__io *io = fut__alloc(sizeof *io);
+    if (!io)
+        return FUT_ENOMEM;
+    memset(io, 0, sizeof *io);
+    if (fut__mutex_init(&io->lock) != 0) {
+        fut__free(io, sizeof *io);
+        return FUT_ENOMEM;
+    }
+    fut__aword_init(&io->readiness, ready);
+    fut__aword_init(&io->refs, 1);
+    io->fd = fd;
+    io->kind = kind;
+    io->restore_fl = -1;
+    io->h.core = io;
+    io->h.dir = FUT__DIR_READ | FUT__DIR_WRITE;
+    io->hr.core = io;
+    io->hr.dir = FUT__DIR_READ;
+    io->hw.core = io;
+    io->hw.dir = FUT__DIR_WRITE;
+    *out = &io->h;
+    return 0;
+}
+
+/* Registers 'io' with the driver of this thread (under io->lock). */
+static int io_register(struct fut__io *io)
+{
+    struct fut__iodrv *d = fut__iodrv_current();
+    if (!d)
+        return FUT_EINVAL;
+    int r = fut__backend_update(&d->be, io->fd, io, 1);
+    if (r < 0)
+        return r;
+    fut__mutex_lock(&d->lock);
+    io->prev = NULL;
+    io->next = d->ios;
+    if (d->ios)
+        d->ios->prev = io;
+    d->ios = io;
+    fut__mutex_unlock(&d->lock);
+    io->drv = d;
+    return 0;
+}
+
+int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
+                  uint32_t *tick)
+{
+    unsigned mask = dir_mask(dir);
+    /* Acquire: pairs with the dispatcher's release CAS, so what the event
+     * stands for (bytes in the socket) is there when we act on it. */
+    uintptr_t w = fut__load(&io->readiness, FUT__ACQUIRE);
+    if (w & mask) {
+        *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
+        return (int)(w & mask);
+    }
+    if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED)))
+        fut__sys_after(FUT__SYS_PREWAIT, io->fd, 0); /* tests only */
+    fut__mutex_lock(&io->lock);
+    if (!io->drv) {
+        int r = io_register(io);
+        if (r < 0) {
+            /* Nobody will report readiness: assume it again, so that a
+             * later attempt (on a runtime, or when data is there) tries
+             * the syscall first. */
+            fut__fetch_or(&io->readiness, FUT__RD_READ | FUT__RD_WRITE,
+                          FUT__RELAXED);
+            fut__mutex_unlock(&io->lock);
+            return r;
+        }
+    } else if (io->drv != fut__iodrv_current()) {
+        fut__mutex_unlock(&io->lock);
+        return FUT_EINVAL;
+    }
+    fut_waker_set(dir == FUT__DIR_READ ? &io->rd : &io->wr, &cx->waker);
+    /* Re-read under the lock (see the rules): an event stored before the
+     * dispatcher took the lock is visible now. */
+    w = fut__load(&io->readiness, FUT__ACQUIRE);
+    fut__mutex_unlock(&io->lock);
+    if (w & mask) {
+        *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
+        return (int)(w & mask);
+    }
+    return 0;
+}
+
+void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick)
+{
+    bits &= FUT__RD_READ | FUT__RD_WRITE;
+    uintptr_t cur = fut__load(&io->readiness, FUT__RELAXED);
+    for (;;) {
+        if ((uint32_t)(cur >> FUT__IO_TICK_SHIFT) != tick || !(cur & bits))
+            return;
+        /* Relaxed: the CAS fails if an event (newer tick) came first in
+         * the word's modification order, and we then re-check the tick. */
+        if (fut__cas(&io->readiness, &cur, cur & ~(uintptr_t)bits,
+                     FUT__RELAXED, FUT__RELAXED))
+            return;
+    }
+}
+
+void fut__io_unwait(struct fut__io *io, unsigned dir)
+{
+    struct fut_waker w;
+    fut__mutex_lock(&io->lock);
+    struct fut_waker *slot = dir == FUT__DIR_READ ? &io->rd : &io->wr;
+    w = *slot;
+    slot->vt = NULL;
+    fut__mutex_unlock(&io->lock);
+    fut_waker_drop(&w);
+}
+
+void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
+{
+    uintptr_t cur = fut__load(&io->readiness, FUT__RELAXED), nw;
+    do {
+        nw = (cur & ~TICK_MASK) | ready |
+             ((uintptr_t)tick << FUT__IO_TICK_SHIFT);
+        /* Release: pairs with fut__io_ready's acquire loads. */
+    } while (!fut__cas(&io->readiness, &cur, nw, FUT__RELEASE, FUT__RELAXED));
+    struct fut_waker r = FUT_WAKER_NONE, w = FUT_WAKER_NONE;
+    fut__mutex_lock(&io->lock);
+    if (ready & READ_MASK) {
+        r = io->rd;
+        io->rd.vt = NULL;
+    }
+    if (ready & WRITE_MASK) {
+        w = io->wr;
+        io->wr.vt = NULL;
+    }
+    fut__mutex_unlock(&io->lock);
+    if (fut_waker_is_set(&r))
+        fut_waker_wake(&r);
+    if (fut_waker_is_set(&w))
+        fut_waker_wake(&w);
+}
+
+static void io_free(struct fut__io *io)
+{
+    fut__mutex_destroy(&io->lock);
+    fut__free(io, sizeof *io);
+}
+
+void fut__io_reap(struct fut__io *list)
+{
+    while (list) {
+        struct fut__io *next = list->next;
+        io_free(list);
+        list = next;
+    }
+}
+
+/* Takes both wakers out of 'io' (under its lock). */
+static void take_wakers(struct fut__io *io, struct fut_waker *r,
+                        struct fut_waker *w)
+{
+    *r = io->rd;
+    *w = io->wr;
+    io->rd.vt = io->wr.vt = NULL;
+}
+
+void fut__io_detach_all(struct fut__iodrv *d)
+{
+    fut__mutex_lock(&d->lock);
+    struct fut__io *io = d->ios;
+    d->ios = NULL;
+    fut__mutex_unlock(&d->lock);
+    while (io) {
+        struct fut__io *next = io->next;
+        struct fut_waker r, w;
+        fut__mutex_lock(&io->lock);
+        io->drv = NULL;
+        io->prev = io->next = NULL;
+        take_wakers(io, &r, &w);
+        /* Try first again, on whichever runtime waits on it next. */
+        fut__store(&io->readiness, FUT__RD_READ | FUT__RD_WRITE,
+                   FUT__RELAXED);
+        fut__mutex_unlock(&io->lock);
+        fut_waker_drop(&r);
+        fut_waker_drop(&w);
+        io = next;
+    }
+}
+
+/* The last handle is gone: unregister, close, free (deferred while the
+ * driver may still hold an event for it). */
+static void io_release(struct fut__io *io)
+{
+    struct fut_waker r, w;
+    fut__mutex_lock(&io->lock);
+    struct fut__iodrv *d = io->drv;
+    io->drv = NULL;
+    take_wakers(io, &r, &w);
+    fut__mutex_unlock(&io->lock);
+    if (d) {
+        /* Unregister explicitly: a forked child may keep the open file
+         * description (and so its epoll registration) alive. */
+        fut__backend_update(&d->be, io->fd, io, 0);
+        fut__mutex_lock(&d->lock);
+        if (io->prev)
+            io->prev->next = io->next;
+        else
+            d->ios = io->next;
+        if (io->next)
+            io->next->prev = io->prev;
+        io->prev = NULL;
+        io->next = d->release;
+        d->release = io;
+        fut__mutex_unlock(&d->lock);
+    }
+    if (io->restore_fl >= 0)
+        fut__sys_fcntl_fl(io->fd, io->restore_fl);
+    if (!io->borrowed)
+        fut__sys_close(io->fd);
+    fut_waker_drop(&r);
+    fut_waker_drop(&w);
+    if (!d)
+        io_free(io);
+}
+
+/* ----------------------------------------------------------- handles */
+
+int fut_io_fd(const struct fut_io *io)
+{
+    return io->core->fd;
+}
+
+void fut_io_close(struct fut_io *h)
+{
+    if (!h)
+        return;
+    struct fut__io *io = h->core;
+    if (h == &io->hw && io->kind == FUT__IO_STREAM)
+        fut__sys_shutdown(io->fd, SHUT_WR);
+    /* Acq_rel: the other half's last uses happen before the free. */
+    if (fut__fetch_sub(&io->refs, 1, FUT__ACQ_REL) == 1)
+        io_release(io);
+}
+
+int fut_io_split(struct fut_io *h, struct fut_io **rd, struct fut_io **wr)
+{
+    struct fut__io *io = h->core;
+    if (h != &io->h)
+        return FUT_EINVAL;
+    fut__fetch_add(&io->refs, 1, FUT__RELAXED); /* the caller holds one */
+    *rd = &io->hr;
+    *wr = &io->hw;
+    return 0;
+}
+
+int fut_io_shutdown(struct fut_io *h, int how)
+{
+    return fut__sys_shutdown(h->core->fd, how);
+}
+
+/* What kind of fd 'fd' is (sockets get send(MSG_NOSIGNAL) and the
+ * short-transfer rule, pipes the rule). */
+static int kind_of(int fd)
+{
+    struct stat st;
+    if (fut__sys_fstat(fd, &st) < 0)
+        return FUT__IO_OTHER;
+    if (S_ISFIFO(st.st_mode))
+        return FUT__IO_PIPE;
+    if (!S_ISSOCK(st.st_mode))
+        return FUT__IO_OTHER;
+    int type = 0, acc = 0;
+    socklen_t len = sizeof type;
+    fut__sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+    len = sizeof acc;
+    fut__sys_getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len);
+    if (acc)
+        return FUT__IO_LISTEN;
+    return type == SOCK_STREAM ? FUT__IO_STREAM : FUT__IO_DGRAM;
+}
+
+int fut_io_from_fd(int fd, struct fut_io **out)
+{
+    int fl = fut__sys_fcntl_fl(fd, -1);
+    if (fl < 0)
+        return fl;
+    struct fut_io *h;
+    int r = fut__io_new(fd, kind_of(fd), FUT__RD_READ | FUT__RD_WRITE, &h);
+    if (r < 0)
+        return r;
+    if (!(fl & O_NONBLOCK)) {
+        r = fut__sys_fcntl_fl(fd, fl | O_NONBLOCK);
+        if (r < 0) {
+            io_free(h->core);
+            return r;
+        }
+    }
+    *out = h;
+    return 0;
+}
+
+/* ------------------------------------------------------- the I/O step */
+
+int fut__io_do(struct fut__io *io, unsigned dir, struct fut_context *cx,
+               fut__io_op op, void *ud, size_t want, long *res)
+{
+    for (;;) {
+        uint32_t tick;
+        int r = fut__io_ready(io, dir, cx, &tick);
+        if (r < 0) {
+            *res = r;
+            return FUT_READY;
+        }
+        if (r == 0)
+            return FUT_PENDING;
+        if (!fut_coop_proceed(cx))
+            return FUT_PENDING;
+        fut__sys_shortened = 0;
+        long n = op(io->fd, ud);
+        if (n == -EINTR)
+            continue;
+        if (n == -EAGAIN || n == -EWOULDBLOCK) {
+            fut__io_clear(io, dir == FUT__DIR_READ ? FUT__RD_READ
+                                                   : FUT__RD_WRITE, tick);
+            continue;
+        }
+        /* A short transfer on a stream socket or pipe means the kernel
+         * buffer was drained (read) or filled (write) when the call ran:
+         * clear readiness now and save the EAGAIN syscall the next
+         * operation would make (Tokio does the same). Edge-triggered
+         * epoll reports anything arriving after the call. */
+        if (n > 0 && (size_t)n < want &&
+            (io->kind == FUT__IO_STREAM || io->kind == FUT__IO_PIPE) &&
+            !fut__sys_shortened)
+            fut__io_clear(io, dir == FUT__DIR_READ ? FUT__RD_READ
+                                                   : FUT__RD_WRITE, tick);
+        *res = n;
+        return FUT_READY;
+    }
+}

@@ -1,0 +1,370 @@
+/* The byte-moving futures over any fut_io: read, peek, recv, write, send,
+ * writev, write_all, recv_from, send_to. Each poll is one step of
+ * fut__io_do (reactor.c): readiness check, syscall, EAGAIN -> clear and
+ * wait. A future that returned PENDING may have its waker in the fd's
+ * slot ('waiting'); its drop takes it out (C11). */
+#include <limits.h>
+#include <string.h>
+
+#include "io/io_internal.h"
+#include "platform/sys.h"
+
+enum { OP_READ, OP_PEEK, OP_RECV, OP_WRITE, OP_SEND, OP_WRITEV };
+
+/* The core of 'h' when 'h' may move bytes in 'dir', else NULL. */
+static struct fut__io *core_for(struct fut_io *h, unsigned dir)
+{
+    return h && (h->dir & dir) ? h->core : NULL;
+}
+
+/* Records the outcome of a step: 1 = READY (result stored). */
+static int finish(int step, int *waiting, ssize_t *result, long res)
+{
+    if (step == FUT_PENDING) {
+        *waiting = 1;
+        return 0;
+    }
+    *waiting = 0;
+    *result = res;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ read */
+
+static long op_read(int fd, void *ud)
+{
+    struct fut_io_read *f = ud;
+    switch (f->op) {
+    case OP_PEEK:
+        return fut__sys_recv(fd, f->buf, f->len, f->flags | MSG_PEEK);
+    case OP_RECV:
+        return fut__sys_recv(fd, f->buf, f->len, f->flags);
+    default:
+        return fut__sys_read(fd, f->buf, f->len);
+    }
+}
+
+static int read_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct fut_io_read *f = (struct fut_io_read *)fb;
+    struct fut__io *io = core_for(f->io, FUT__DIR_READ);
+    if (!io) {
+        f->result = FUT_EINVAL;
+        return FUT_READY;
+    }
+    if (f->len == 0 && f->op == OP_READ) {
+        f->result = 0;
+        return FUT_READY;
+    }
+    /* A datagram may be shorter than the buffer without draining the
+     * socket, and a peek drains nothing: no short-transfer rule. */
+    size_t want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
+    long res;
+    int step = fut__io_do(io, FUT__DIR_READ, cx, op_read, f, want, &res);
+    return finish(step, &f->waiting, &f->result, res) ? FUT_READY
+                                                       : FUT_PENDING;
+}
+
+static void read_drop(struct fut_future *fb)
+{
+    struct fut_io_read *f = (struct fut_io_read *)fb;
+    if (f->waiting)
+        fut__io_unwait(f->io->core, FUT__DIR_READ);
+    f->waiting = 0;
+}
+
+static const struct fut_future_vtable read_vt = {read_poll, read_drop,
+                                                 "io_read", NULL};
+
+static void read_setup(struct fut_io_read *f, struct fut_io *io, void *buf,
+                       size_t len, int flags, int op)
+{
+    fut_future_init(&f->base, &read_vt);
+    f->io = io;
+    f->buf = buf;
+    f->len = len;
+    f->flags = flags;
+    f->op = op;
+    f->waiting = 0;
+    f->result = 0;
+}
+
+void fut_io_read_init(struct fut_io_read *f, struct fut_io *io, void *buf,
+                      size_t len)
+{
+    read_setup(f, io, buf, len, 0, OP_READ);
+}
+
+void fut_io_peek_init(struct fut_io_read *f, struct fut_io *io, void *buf,
+                      size_t len)
+{
+    read_setup(f, io, buf, len, 0, OP_PEEK);
+}
+
+void fut_io_recv_init(struct fut_io_read *f, struct fut_io *io, void *buf,
+                      size_t len, int flags)
+{
+    read_setup(f, io, buf, len, flags, OP_RECV);
+}
+
+/* ----------------------------------------------------------------- write */
+
+/* Sockets are written with send/sendmsg and MSG_NOSIGNAL: a peer that
+ * went away gives -EPIPE, never SIGPIPE. */
+static int is_socket(const struct fut__io *io)
+{
+    return io->kind == FUT__IO_STREAM || io->kind == FUT__IO_DGRAM;
+}
+
+static long op_write(int fd, void *ud)
+{
+    struct fut_io_write *f = ud;
+    int sock = is_socket(f->io->core);
+    switch (f->op) {
+    case OP_SEND:
+        return fut__sys_send(fd, f->buf, f->len, f->flags);
+    case OP_WRITEV:
+        return sock ? fut__sys_sendv(fd, f->iov, f->iovcnt)
+                    : fut__sys_writev(fd, f->iov, f->iovcnt);
+    default:
+        return sock ? fut__sys_send(fd, f->buf, f->len, 0)
+                    : fut__sys_write(fd, f->buf, f->len);
+    }
+}
+
+static int write_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct fut_io_write *f = (struct fut_io_write *)fb;
+    struct fut__io *io = core_for(f->io, FUT__DIR_WRITE);
+    size_t want = f->len;
+    if (f->op == OP_WRITEV) {
+        want = 0;
+        if (f->iovcnt < 0 || f->iovcnt > IOV_MAX)
+            io = NULL;
+        for (int i = 0; io && i < f->iovcnt; i++)
+            want += f->iov[i].iov_len;
+    }
+    if (!io) {
+        f->result = FUT_EINVAL;
+        return FUT_READY;
+    }
+    if (want == 0 && io->kind != FUT__IO_DGRAM) {
+        f->result = 0;
+        return FUT_READY;
+    }
+    if (io->kind == FUT__IO_DGRAM)
+        want = 0;
+    long res;
+    int step = fut__io_do(io, FUT__DIR_WRITE, cx, op_write, f, want, &res);
+    return finish(step, &f->waiting, &f->result, res) ? FUT_READY
+                                                       : FUT_PENDING;
+}
+
+static void write_drop(struct fut_future *fb)
+{
+    struct fut_io_write *f = (struct fut_io_write *)fb;
+    if (f->waiting)
+        fut__io_unwait(f->io->core, FUT__DIR_WRITE);
+    f->waiting = 0;
+}
+
+static const struct fut_future_vtable write_vt = {write_poll, write_drop,
+                                                  "io_write", NULL};
+
+static void write_setup(struct fut_io_write *f, struct fut_io *io,
+                        const void *buf, size_t len, int flags, int op)
+{
+    fut_future_init(&f->base, &write_vt);
+    f->io = io;
+    f->buf = buf;
+    f->len = len;
+    f->iov = NULL;
+    f->iovcnt = 0;
+    f->flags = flags;
+    f->op = op;
+    f->waiting = 0;
+    f->result = 0;
+}
+
+void fut_io_write_init(struct fut_io_write *f, struct fut_io *io,
+                       const void *buf, size_t len)
+{
+    write_setup(f, io, buf, len, 0, OP_WRITE);
+}
+
+void fut_io_send_init(struct fut_io_write *f, struct fut_io *io,
+                      const void *buf, size_t len, int flags)
+{
+    write_setup(f, io, buf, len, flags, OP_SEND);
+}
+
+void fut_io_writev_init(struct fut_io_write *f, struct fut_io *io,
+                        const struct iovec *iov, int iovcnt)
+{
+    write_setup(f, io, NULL, 0, 0, OP_WRITEV);
+    f->iov = iov;
+    f->iovcnt = iovcnt;
+}
+
+/* ------------------------------------------------------------- write_all */
+
+static long op_write_all(int fd, void *ud)
+{
+    struct fut_io_write_all *f = ud;
+    const char *p = (const char *)f->buf + f->done;
+    if (is_socket(f->io->core))
+        return fut__sys_send(fd, p, f->len - f->done, 0);
+    return fut__sys_write(fd, p, f->len - f->done);
+}
+
+static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct fut_io_write_all *f = (struct fut_io_write_all *)fb;
+    struct fut__io *io = core_for(f->io, FUT__DIR_WRITE);
+    if (!io) {
+        f->result = FUT_EINVAL;
+        return FUT_READY;
+    }
+    while (f->done < f->len) {
+        long res;
+        if (fut__io_do(io, FUT__DIR_WRITE, cx, op_write_all, f,
+                       f->len - f->done, &res) == FUT_PENDING) {
+            f->waiting = 1;
+            return FUT_PENDING;
+        }
+        if (res <= 0) {
+            f->result = res < 0 ? res : -EIO; /* write(2) never says 0 */
+            f->waiting = 0;
+            return FUT_READY;
+        }
+        f->done += (size_t)res;
+    }
+    f->waiting = 0;
+    f->result = (ssize_t)f->len;
+    return FUT_READY;
+}
+
+static void write_all_drop(struct fut_future *fb)
+{
+    struct fut_io_write_all *f = (struct fut_io_write_all *)fb;
+    if (f->waiting)
+        fut__io_unwait(f->io->core, FUT__DIR_WRITE);
+    f->waiting = 0;
+}
+
+static const struct fut_future_vtable write_all_vt = {
+    write_all_poll, write_all_drop, "io_write_all", NULL};
+
+void fut_io_write_all_init(struct fut_io_write_all *f, struct fut_io *io,
+                           const void *buf, size_t len)
+{
+    fut_future_init(&f->base, &write_all_vt);
+    f->io = io;
+    f->buf = buf;
+    f->len = len;
+    f->done = 0;
+    f->waiting = 0;
+    f->result = 0;
+}
+
+/* ------------------------------------------------------------- recv_from */
+
+static long op_recv_from(int fd, void *ud)
+{
+    struct fut_io_recv_from *f = ud;
+    f->addrlen = sizeof f->addr;
+    return fut__sys_recvfrom(fd, f->buf, f->len, f->flags,
+                             (struct sockaddr *)&f->addr, &f->addrlen);
+}
+
+static int recv_from_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct fut_io_recv_from *f = (struct fut_io_recv_from *)fb;
+    struct fut__io *io = core_for(f->io, FUT__DIR_READ);
+    if (!io) {
+        f->result = FUT_EINVAL;
+        return FUT_READY;
+    }
+    long res;
+    int step = fut__io_do(io, FUT__DIR_READ, cx, op_recv_from, f, 0, &res);
+    return finish(step, &f->waiting, &f->result, res) ? FUT_READY
+                                                       : FUT_PENDING;
+}
+
+static void recv_from_drop(struct fut_future *fb)
+{
+    struct fut_io_recv_from *f = (struct fut_io_recv_from *)fb;
+    if (f->waiting)
+        fut__io_unwait(f->io->core, FUT__DIR_READ);
+    f->waiting = 0;
+}
+
+static const struct fut_future_vtable recv_from_vt = {
+    recv_from_poll, recv_from_drop, "io_recv_from", NULL};
+
+void fut_io_recv_from_init(struct fut_io_recv_from *f, struct fut_io *io,
+                           void *buf, size_t len, int flags)
+{
+    fut_future_init(&f->base, &recv_from_vt);
+    f->io = io;
+    f->buf = buf;
+    f->len = len;
+    f->flags = flags;
+    f->waiting = 0;
+    memset(&f->addr, 0, sizeof f->addr);
+    f->addrlen = 0;
+    f->result = 0;
+}
+
+/* --------------------------------------------------------------- send_to */
+
+static long op_send_to(int fd, void *ud)
+{
+    struct fut_io_send_to *f = ud;
+    return fut__sys_sendto(fd, f->buf, f->len, f->flags,
+                           (const struct sockaddr *)&f->addr, f->addrlen);
+}
+
+static int send_to_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct fut_io_send_to *f = (struct fut_io_send_to *)fb;
+    struct fut__io *io = core_for(f->io, FUT__DIR_WRITE);
+    if (!io || f->addrlen == 0) {
+        f->result = FUT_EINVAL;
+        return FUT_READY;
+    }
+    long res;
+    int step = fut__io_do(io, FUT__DIR_WRITE, cx, op_send_to, f, 0, &res);
+    return finish(step, &f->waiting, &f->result, res) ? FUT_READY
+                                                       : FUT_PENDING;
+}
+
+static void send_to_drop(struct fut_future *fb)
+{
+    struct fut_io_send_to *f = (struct fut_io_send_to *)fb;
+    if (f->waiting)
+        fut__io_unwait(f->io->core, FUT__DIR_WRITE);
+    f->waiting = 0;
+}
+
+static const struct fut_future_vtable send_to_vt = {
+    send_to_poll, send_to_drop, "io_send_to", NULL};
+
+void fut_io_send_to_init(struct fut_io_send_to *f, struct fut_io *io,
+                         const void *buf, size_t len, int flags,
+                         const struct sockaddr *addr, socklen_t alen)
+{
+    fut_future_init(&f->base, &send_to_vt);
+    f->io = io;
+    f->buf = buf;
+    f->len = len;
+    f->flags = flags;
+    f->waiting = 0;
+    f->result = 0;
+    memset(&f->addr, 0, sizeof f->addr);
+    f->addrlen = 0;
+    if (addr && alen > 0 && alen <= sizeof f->addr) {
+        memcpy(&f->addr, addr, alen);
+        f->addrlen = alen;
+    }
+}

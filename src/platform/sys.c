@@ -1,0 +1,475 @@
+/* The syscall shim and its fault injector (see sys.h).
+ *
+ * Rules of the injector:
+ *   - 'fut__sys_armed' is nonzero while a rule is installed or counting is
+ *     on; it is only a fast-path hint (relaxed): a call racing a change of
+ *     the rules may go either way, which is why tests change rules while
+ *     the calls they target are not in flight;
+ *   - the rule table and the counters are read and written under 'lock';
+ *   - a rule's 'skip' and 'count' are consumed in call order, so the same
+ *     test makes the same calls fail every time;
+ *   - the after-call hook is read under 'lock' and run outside it.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "platform/sys.h"
+
+#define MAX_RULES 16
+
+fut__aword fut__sys_armed;
+_Thread_local int fut__sys_shortened;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fut__sys_fault rules[MAX_RULES];
+static int nrules;
+static int counting;
+static long calls[FUT__SYS_NOPS];
+static long injected;
+
+void (*fut__sys_hook)(int, int, long, void *);
+static int hook_op;
+static void *hook_ud;
+
+static void rearm(void)
+{
+    fut__store(&fut__sys_armed, nrules > 0 || counting || fut__sys_hook,
+               FUT__RELAXED);
+}
+
+void fut__sys_set_hook(int op, void (*fn)(int, int, long, void *), void *ud)
+{
+    pthread_mutex_lock(&lock);
+    fut__sys_hook = fn;
+    hook_op = op;
+    hook_ud = ud;
+    rearm();
+    pthread_mutex_unlock(&lock);
+}
+
+void fut__sys_after(int op, int fd, long res)
+{
+    pthread_mutex_lock(&lock);
+    void (*fn)(int, int, long, void *) = fut__sys_hook;
+    void *ud = hook_ud;
+    int match = hook_op == FUT__SYS_ANY || hook_op == op;
+    pthread_mutex_unlock(&lock);
+    if (fn && match)
+        fn(op, fd, res, ud); /* outside the lock: it may make calls */
+}
+
+int fut__sys_inject(const struct fut__sys_fault *f)
+{
+    if (!f || f->op < FUT__SYS_ANY || f->op >= FUT__SYS_NOPS ||
+        f->err > 0 || (f->err == 0 && f->max_len == 0))
+        return FUT_EINVAL;
+    pthread_mutex_lock(&lock);
+    if (nrules == MAX_RULES) {
+        pthread_mutex_unlock(&lock);
+        return FUT_EFULL;
+    }
+    rules[nrules++] = *f;
+    rearm();
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+void fut__sys_reset(void)
+{
+    pthread_mutex_lock(&lock);
+    fut__sys_hook = NULL;
+    nrules = 0;
+    counting = 0;
+    memset(calls, 0, sizeof calls);
+    injected = 0;
+    rearm();
+    pthread_mutex_unlock(&lock);
+}
+
+void fut__sys_count_calls(int on)
+{
+    pthread_mutex_lock(&lock);
+    counting = on;
+    rearm();
+    pthread_mutex_unlock(&lock);
+}
+
+long fut__sys_calls(int op)
+{
+    long n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < FUT__SYS_NOPS; i++)
+        if (op == FUT__SYS_ANY || op == i)
+            n += calls[i];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+long fut__sys_injected(void)
+{
+    pthread_mutex_lock(&lock);
+    long n = injected;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* Removes spent rules (count reached 0). */
+static void compact(void)
+{
+    int j = 0;
+    for (int i = 0; i < nrules; i++)
+        if (rules[i].count != 0)
+            rules[j++] = rules[i];
+    nrules = j;
+    rearm();
+}
+
+int fut__sys_intercept(int op, int fd, size_t *len, long *res)
+{
+    int fail = 0;
+    fut__sys_shortened = 0;
+    pthread_mutex_lock(&lock);
+    if (counting)
+        calls[op]++;
+    for (int i = 0; i < nrules; i++) {
+        struct fut__sys_fault *r = &rules[i];
+        if ((r->op != FUT__SYS_ANY && r->op != op) ||
+            (r->fd != -1 && r->fd != fd))
+            continue;
+        if (r->skip > 0) {
+            r->skip--;
+            continue;
+        }
+        if (r->err < 0) {
+            *res = r->err;
+            fail = 1;
+        } else if (len && *len > r->max_len) {
+            *len = r->max_len;
+            fut__sys_shortened = 1;
+        } else {
+            continue; /* nothing to shorten: not acted on */
+        }
+        injected++;
+        if (r->count > 0 && --r->count == 0)
+            compact();
+        break;
+    }
+    pthread_mutex_unlock(&lock);
+    return fail;
+}
+
+/* ------------------------------------------------------------ wrappers */
+
+#define RET(x) return (x) < 0 ? -errno : (x)
+
+ssize_t fut__sys_read(int fd, void *buf, size_t len)
+{
+    FUT__SYS_ENTER(FUT__SYS_READ, fd, &len);
+    ssize_t n = read(fd, buf, len);
+    n = n < 0 ? -errno : n;
+    if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED)))
+        fut__sys_after(FUT__SYS_READ, fd, n);
+    return n;
+}
+
+ssize_t fut__sys_write(int fd, const void *buf, size_t len)
+{
+    FUT__SYS_ENTER(FUT__SYS_WRITE, fd, &len);
+    ssize_t n = write(fd, buf, len);
+    RET(n);
+}
+
+/* writev or sendmsg(MSG_NOSIGNAL) of 'iov', cut to 'cut' bytes. */
+static ssize_t do_writev(int fd, const struct iovec *iov, int iovcnt,
+                         int sock)
+{
+    if (sock) {
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = (struct iovec *)iov;
+        m.msg_iovlen = (size_t)iovcnt;
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+        RET(n);
+    }
+    ssize_t n = writev(fd, iov, iovcnt);
+    RET(n);
+}
+
+static ssize_t writev_common(int fd, const struct iovec *iov, int iovcnt,
+                             int sock)
+{
+    if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED))) {
+        size_t total = 0;
+        for (int i = 0; i < iovcnt; i++)
+            total += iov[i].iov_len;
+        size_t cut = total;
+        long res;
+        if (fut__sys_intercept(FUT__SYS_WRITEV, fd, &cut, &res))
+            return res;
+        if (cut < total) {
+            /* A short writev: write the first 'cut' bytes only. */
+            struct iovec v[64];
+            int n = 0;
+            for (int i = 0; i < iovcnt && n < 64 && cut > 0; i++, n++) {
+                v[n] = iov[i];
+                if (v[n].iov_len > cut)
+                    v[n].iov_len = cut;
+                cut -= v[n].iov_len;
+            }
+            return do_writev(fd, v, n, sock);
+        }
+    }
+    return do_writev(fd, iov, iovcnt, sock);
+}
+
+ssize_t fut__sys_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    return writev_common(fd, iov, iovcnt, 0);
+}
+
+ssize_t fut__sys_sendv(int fd, const struct iovec *iov, int iovcnt)
+{
+    return writev_common(fd, iov, iovcnt, 1);
+}
+
+ssize_t fut__sys_recv(int fd, void *buf, size_t len, int flags)
+{
+    FUT__SYS_ENTER(FUT__SYS_RECV, fd, &len);
+    ssize_t n = recv(fd, buf, len, flags);
+    n = n < 0 ? -errno : n;
+    if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED)))
+        fut__sys_after(FUT__SYS_RECV, fd, n);
+    return n;
+}
+
+ssize_t fut__sys_send(int fd, const void *buf, size_t len, int flags)
+{
+    FUT__SYS_ENTER(FUT__SYS_SEND, fd, &len);
+    ssize_t n = send(fd, buf, len, flags | MSG_NOSIGNAL);
+    RET(n);
+}
+
+ssize_t fut__sys_recvfrom(int fd, void *buf, size_t len, int flags,
+                          struct sockaddr *addr, socklen_t *alen)
+{
+    FUT__SYS_ENTER(FUT__SYS_RECVFROM, fd, &len);
+    ssize_t n = recvfrom(fd, buf, len, flags, addr, alen);
+    RET(n);
+}
+
+ssize_t fut__sys_sendto(int fd, const void *buf, size_t len, int flags,
+                        const struct sockaddr *addr, socklen_t alen)
+{
+    FUT__SYS_ENTER(FUT__SYS_SENDTO, fd, &len);
+    ssize_t n = sendto(fd, buf, len, flags | MSG_NOSIGNAL, addr, alen);
+    RET(n);
+}
+
+int fut__sys_accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+    FUT__SYS_ENTER(FUT__SYS_ACCEPT, fd, NULL);
+    int r = accept4(fd, addr, alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    RET(r);
+}
+
+int fut__sys_connect(int fd, const struct sockaddr *addr, socklen_t alen)
+{
+    FUT__SYS_ENTER(FUT__SYS_CONNECT, fd, NULL);
+    int r = connect(fd, addr, alen);
+    RET(r);
+}
+
+int fut__sys_socket(int domain, int type, int proto)
+{
+    FUT__SYS_ENTER(FUT__SYS_SOCKET, -1, NULL);
+    int r = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
+    RET(r);
+}
+
+int fut__sys_socketpair(int domain, int type, int proto, int sv[2])
+{
+    FUT__SYS_ENTER(FUT__SYS_SOCKETPAIR, -1, NULL);
+    int r = socketpair(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto,
+                       sv);
+    RET(r);
+}
+
+int fut__sys_bind(int fd, const struct sockaddr *addr, socklen_t alen)
+{
+    FUT__SYS_ENTER(FUT__SYS_BIND, fd, NULL);
+    int r = bind(fd, addr, alen);
+    RET(r);
+}
+
+int fut__sys_listen(int fd, int backlog)
+{
+    FUT__SYS_ENTER(FUT__SYS_LISTEN, fd, NULL);
+    int r = listen(fd, backlog);
+    RET(r);
+}
+
+int fut__sys_shutdown(int fd, int how)
+{
+    FUT__SYS_ENTER(FUT__SYS_SHUTDOWN, fd, NULL);
+    int r = shutdown(fd, how);
+    RET(r);
+}
+
+int fut__sys_setsockopt(int fd, int level, int name, const void *val,
+                        socklen_t len)
+{
+    FUT__SYS_ENTER(FUT__SYS_SETSOCKOPT, fd, NULL);
+    int r = setsockopt(fd, level, name, val, len);
+    RET(r);
+}
+
+int fut__sys_getsockopt(int fd, int level, int name, void *val,
+                        socklen_t *len)
+{
+    FUT__SYS_ENTER(FUT__SYS_GETSOCKOPT, fd, NULL);
+    int r = getsockopt(fd, level, name, val, len);
+    RET(r);
+}
+
+int fut__sys_getsockname(int fd, struct sockaddr *addr, socklen_t *alen,
+                         int peer)
+{
+    FUT__SYS_ENTER(FUT__SYS_GETSOCKNAME, fd, NULL);
+    int r = peer ? getpeername(fd, addr, alen) : getsockname(fd, addr, alen);
+    RET(r);
+}
+
+int fut__sys_close(int fd)
+{
+    FUT__SYS_ENTER(FUT__SYS_CLOSE, fd, NULL);
+    /* Linux releases the fd even when close reports EINTR: never retry. */
+    int r = close(fd);
+    RET(r);
+}
+
+int fut__sys_fcntl_fl(int fd, int setfl)
+{
+    FUT__SYS_ENTER(FUT__SYS_FCNTL, fd, NULL);
+    int r = setfl < 0 ? fcntl(fd, F_GETFL) : fcntl(fd, F_SETFL, setfl);
+    RET(r);
+}
+
+int fut__sys_pipe(int fds[2])
+{
+    FUT__SYS_ENTER(FUT__SYS_PIPE, -1, NULL);
+    int r = pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+    RET(r);
+}
+
+int fut__sys_epoll_create(void)
+{
+    FUT__SYS_ENTER(FUT__SYS_EPOLL_CREATE, -1, NULL);
+    int r = epoll_create1(EPOLL_CLOEXEC);
+    RET(r);
+}
+
+int fut__sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+    FUT__SYS_ENTER(FUT__SYS_EPOLL_CTL, fd, NULL);
+    int r = epoll_ctl(epfd, op, fd, ev);
+    RET(r);
+}
+
+int fut__sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
+                        int timeout_ms)
+{
+    FUT__SYS_ENTER(FUT__SYS_EPOLL_WAIT, epfd, NULL);
+    int r = epoll_wait(epfd, evs, max, timeout_ms);
+    RET(r);
+}
+
+int fut__sys_eventfd(void)
+{
+    FUT__SYS_ENTER(FUT__SYS_EVENTFD, -1, NULL);
+    int r = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    RET(r);
+}
+
+int fut__sys_signalfd(const sigset_t *mask)
+{
+    FUT__SYS_ENTER(FUT__SYS_SIGNALFD, -1, NULL);
+    int r = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    RET(r);
+}
+
+int fut__sys_open(const char *path, int flags, int mode)
+{
+    FUT__SYS_ENTER(FUT__SYS_OPEN, -1, NULL);
+    int r = open(path, flags | O_CLOEXEC, mode);
+    RET(r);
+}
+
+ssize_t fut__sys_pread(int fd, void *buf, size_t len, off_t off)
+{
+    FUT__SYS_ENTER(FUT__SYS_PREAD, fd, &len);
+    ssize_t n = off < 0 ? read(fd, buf, len) : pread(fd, buf, len, off);
+    RET(n);
+}
+
+ssize_t fut__sys_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+    FUT__SYS_ENTER(FUT__SYS_PWRITE, fd, &len);
+    ssize_t n = off < 0 ? write(fd, buf, len) : pwrite(fd, buf, len, off);
+    RET(n);
+}
+
+int fut__sys_fstat(int fd, struct stat *st)
+{
+    FUT__SYS_ENTER(FUT__SYS_FSTAT, fd, NULL);
+    int r = fstat(fd, st);
+    RET(r);
+}
+
+int fut__sys_fsync(int fd)
+{
+    FUT__SYS_ENTER(FUT__SYS_FSYNC, fd, NULL);
+    int r = fsync(fd);
+    RET(r);
+}
+
+int fut__sys_getaddrinfo(const char *host, const char *serv,
+                         const struct addrinfo *hints,
+                         struct addrinfo **res)
+{
+    FUT__SYS_ENTER(FUT__SYS_GETADDRINFO, -1, NULL);
+    int r = getaddrinfo(host, serv, hints, res);
+    switch (r) {
+    case 0:
+        return 0;
+    case EAI_SYSTEM:
+        return -errno;
+    case EAI_AGAIN:
+        return -EAGAIN;
+    case EAI_MEMORY:
+        return -ENOMEM;
+    case EAI_NONAME:
+        return -ENOENT;
+#ifdef EAI_NODATA
+    case EAI_NODATA:
+        return -ENODATA;
+#endif
+#ifdef EAI_ADDRFAMILY
+    case EAI_ADDRFAMILY:
+        return -EADDRNOTAVAIL;
+#endif
+    case EAI_FAMILY:
+        return -EAFNOSUPPORT;
+    case EAI_SOCKTYPE:
+        return -ESOCKTNOSUPPORT;
+    case EAI_SERVICE:
+        return -ESRCH;
+    case EAI_BADFLAGS:
+        return -EINVAL;
+    default:
+        return -EIO; /* EAI_FAIL and anything newer */
+    }
+}

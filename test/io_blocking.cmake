@@ -1,0 +1,1 @@
+fut_check_test(io_blocking CASES pool keepalive fs)

@@ -1,0 +1,114 @@
+/* Helpers shared by the io_*, time_* and net_* tests. */
+#ifndef FUT_TEST_IO_HELPERS_H
+#define FUT_TEST_IO_HELPERS_H
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define MS (1000LL * 1000LL)
+
+/* A runtime with the driver; 'paused' = start_paused. */
+static inline struct fut_runtime *rt_make(int paused)
+{
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.start_paused = paused;
+    if (fut_test_rt_is_mt() && !paused) {
+        cfg.flavor = FUT_RT_MULTI_THREAD;
+        cfg.workers = 2;
+    }
+    struct fut_runtime *rt = NULL;
+    int r = fut_runtime_new(&cfg, &rt);
+    ck_assert_msg(r == 0, "fut_runtime_new: %s", fut_strerror(r));
+    return rt;
+}
+
+/* A waker that only counts its wakes (any thread). */
+struct count_waker {
+    atomic_long wakes;
+};
+static struct fut_waker cw_clone(const void *d);
+static void cw_wake(const void *d)
+{
+    atomic_fetch_add(&((struct count_waker *)d)->wakes, 1);
+}
+static void cw_drop(const void *d)
+{
+    (void)d;
+}
+static const struct fut_waker_vtable cw_vt = {cw_clone, cw_wake, cw_wake,
+                                              cw_drop};
+static struct fut_waker cw_clone(const void *d)
+{
+    struct fut_waker w = {d, &cw_vt};
+    return w;
+}
+static inline struct fut_context cw_context(struct count_waker *c)
+{
+    struct fut_context cx;
+    struct fut_waker w = {c, &cw_vt};
+    fut_context_init(&cx, w);
+    return cx;
+}
+
+/* A future that runs fn(ud) in its first poll and is READY: to run test
+ * code on the runtime thread (where the driver is reachable). */
+struct run_fn {
+    struct fut_future base;
+    void (*fn)(void *ud);
+    void *ud;
+};
+static int run_fn_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct run_fn *r = (struct run_fn *)f;
+    (void)cx;
+    r->fn(r->ud);
+    return FUT_READY;
+}
+static const struct fut_future_vtable run_fn_vt = {run_fn_poll, NULL,
+                                                   "run_fn", NULL};
+static inline void run_on(struct fut_runtime *rt, void (*fn)(void *),
+                          void *ud)
+{
+    struct run_fn r;
+    fut_future_init(&r.base, &run_fn_vt);
+    r.fn = fn;
+    r.ud = ud;
+    ASSERT_EQ(fut_block_on(rt, &r.base), 0);
+}
+
+/* A loopback TCP listener on a free port; the port in '*port'. */
+static inline struct fut_io *listen_any(int *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    ASSERT_EQ(fut_addr_parse("127.0.0.1", 0, &ss, &len), 0);
+    struct fut_io *l = NULL;
+    int r = fut_tcp_listen((struct sockaddr *)&ss, len, 4096, &l);
+    ck_assert_msg(r == 0, "listen: %s", fut_strerror(r));
+    ASSERT_EQ(fut_io_local_addr(l, &ss, &len), 0);
+    *port = fut_addr_port(&ss);
+    return l;
+}
+
+/* Open fds of this process. */
+static inline int count_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            n++;
+    return n;
+}
+
+static inline int64_t wall_ms(void)
+{
+    return fut_now_ns() / MS;
+}
+
+#endif /* FUT_TEST_IO_HELPERS_H */

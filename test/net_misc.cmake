@@ -1,0 +1,1 @@
+fut_check_test(net_misc CASES udp unix pipe signal)

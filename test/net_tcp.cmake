@@ -1,0 +1,1 @@
+fut_check_test(net_tcp CASES echo connect stream backoff faults cancel)

@@ -1,0 +1,1 @@
+fut_check_test(time_sleep CASES sleep timeout paused interval million harness)

@@ -1,0 +1,1 @@
+fut_check_test(time_wheel CASES order cancel far)
