@@ -54,7 +54,7 @@ _Thread_local struct fut__sched *fut__tls_sched;
 void fut__task_init(struct fut_task *t, struct fut__sched *s, int joined,
                     const char *file, int line)
 {
-    uintptr_t st = RUNNING | NOTIFIED | REF_ONE;
+    uintptr_t st = RUNNING | REF_ONE; /* queued: owned, nothing to clear */
     if (joined)
         st += JOIN_INTEREST + REF_ONE; /* a second reference: the handle */
     fut__aword_init(&t->state, st);
@@ -134,9 +134,22 @@ static int task_notify(struct fut_task *t, uintptr_t bits)
     return 1;
 }
 
+/* The task this thread is polling, and whether it woke itself during
+ * that poll: a self-wake (yield_now, a budget yield) is recorded here
+ * without touching the state word, and the poll's end re-queues the task
+ * as if NOTIFIED were set. Only the polling thread reads or writes these,
+ * and only it can see its own task here, so no wake is lost: a wake from
+ * any other thread goes through the state word. */
+static _Thread_local struct fut_task *polling;
+static _Thread_local int self_woken;
+
 static void task_wake_by_ref(const void *data)
 {
     struct fut_task *t = (struct fut_task *)data;
+    if (t == polling) {
+        self_woken = 1;
+        return;
+    }
     if (task_notify(t, 0))
         t->sched->vt->schedule(t->sched, t);
 }
@@ -185,7 +198,7 @@ static void check_wakeable(struct fut_task *t)
 {
     uintptr_t refs = fut__load(&t->waker_refs, FUT__ACQUIRE);
     uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
-    if (refs == 0 && !(s & (NOTIFIED | CANCELLED)))
+    if (refs == 0 && !self_woken && !(s & (NOTIFIED | CANCELLED)))
         fut__report("never-woken",
                     "task '%s' (spawned at %s:%d) returned PENDING but "
                     "nothing holds its waker: it can never be woken",
@@ -207,9 +220,11 @@ static void check_slow(struct fut_task *t, int64_t t0, int64_t limit)
 enum fut__run_result fut__task_run(struct fut_task *t, int budget,
                                    int *budget_spent)
 {
-    /* Acquire: pairs with the release of the wake that queued us. */
-    uintptr_t s = fut__fetch_and(&t->state, ~(uintptr_t)NOTIFIED,
-                                 FUT__ACQUIRE);
+    /* Acquire: pairs with the release of the wake that queued us. A task
+     * queued by spawn or a self-wake has no NOTIFIED to clear: no RMW. */
+    uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
+    if (s & NOTIFIED)
+        s = fut__fetch_and(&t->state, ~(uintptr_t)NOTIFIED, FUT__ACQUIRE);
     FUT_ASSERT((s & (RUNNING | COMPLETE)) == RUNNING);
     if (s & CANCELLED) {
         task_cancel_owned(t);
@@ -221,6 +236,9 @@ enum fut__run_result fut__task_run(struct fut_task *t, int budget,
     cx.waker.vt = &fut__task_waker_vt;
     cx.budget = budget;
     cx.task = t;
+    struct fut_task *outer = polling;
+    polling = t;
+    self_woken = 0;
 #ifdef FUT_DEBUG
     int64_t t0 = fut_now_ns();
     int r = fut_poll(f, &cx);
@@ -228,6 +246,7 @@ enum fut__run_result fut__task_run(struct fut_task *t, int budget,
 #else
     int r = fut_poll(f, &cx);
 #endif
+    polling = outer;
     if (r == FUT_READY) {
         fut_drop(f);
         task_complete(t, 0);
@@ -243,7 +262,7 @@ enum fut__run_result fut__task_run(struct fut_task *t, int budget,
             task_cancel_owned(t);
             return FUT__RUN_DONE;
         }
-        if (s & NOTIFIED)
+        if ((s & NOTIFIED) || self_woken)
             return FUT__RUN_RESCHEDULE; /* still RUNNING: owner re-queues */
         /* Release: our writes to the future before the next owner's
          * acquire (its wake RMW). */
