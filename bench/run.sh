@@ -227,6 +227,7 @@ run_server() {
     emit "$line server_cpu_ms=$((c1 - c0)) server_cpu_us_per_op=$(awk -v c=$((c1 - c0)) -v n="$ops" 'BEGIN{printf "%.2f", n ? c*1000/n : 0}')"
 }
 
+server_args() { case "$1" in mt1) echo --workers 1 ;; mt2) echo --workers 2 ;; esac; }
 cfg_of() { case "$1" in ct) echo current_thread ;; mt1) echo multi_thread_w1 ;; mt2) echo multi_thread_w2 ;; esac; }
 go_procs() { case "$1" in ct | mt1) echo 1 ;; *) echo 2 ;; esac; }
 
@@ -235,7 +236,10 @@ run_one() {
     local b=$1 fl kind bin
     if [ -n "$(server_of "$b")" ]; then
         read -r kind bin <<<"$(server_of "$b")"
-        for fl in ct mt1 mt2; do run_server "$kind" fut "$(cfg_of $fl)" "$bin" "$fl"; done
+        # fut's servers take [--workers N] PORT (0 = current-thread).
+        for fl in ct mt1 mt2; do
+            run_server "$kind" fut "$(cfg_of $fl)" "$bin" $(server_args $fl)
+        done
         run_server "$kind" tokio current_thread "$TOKIO" "$kind-server" ct
         run_server "$kind" tokio multi_thread_w1 "$TOKIO" "$kind-server" mt1
         run_server "$kind" tokio multi_thread_w2 "$TOKIO" "$kind-server" mt2
