@@ -96,7 +96,10 @@ START_TEST(pool_values_and_bounded_threads)
     for (int i = 0; i < N; i++)
         spawn_job(rt, &c, &j[i]);
     fut_test_run_pending(rt);
-    usleep(50000);
+    /* Open the gate once the pool runs its 3 threads (bounded: 5 s); a
+     * fixed sleep was too short on a loaded machine. */
+    for (int w = 0; atomic_load(&c.max_running) < 3 && w < 5000; w++)
+        usleep(1000);
     atomic_store(&c.gate, 1);
     for (int i = 0; i < N; i++) {
         ASSERT_EQ(fut_block_on(rt, &j[i].base), 0);
