@@ -256,8 +256,7 @@ START_TEST(harness_errors)
     ASSERT_EQ(c.drops, 1);
 
     /* Not from inside a block_on. */
-    struct fut_runtime *rt;
-    ASSERT_EQ(fut_runtime_new(NULL, &rt), 0);
+    struct fut_runtime *rt = fut_test_rt();
     struct nested n;
     fut_future_init(&n.base, &nested_vt);
     n.rc = 0;
@@ -709,8 +708,7 @@ END_TEST
  * empty join handle, and nothing leaked; the next spawn works. */
 START_TEST(failalloc_spawn_first_allocation)
 {
-    struct fut_runtime *rt;
-    ASSERT_EQ(fut_runtime_new(NULL, &rt), 0);
+    struct fut_runtime *rt = fut_test_rt();
     long live = fut_alloc_live();
     int polls = 0, drops = 0;
     struct counting_future cf;
@@ -756,7 +754,7 @@ START_TEST(failalloc_spawn_remote)
 {
     struct remote_spawn rs;
     memset(&rs, 0, sizeof rs);
-    ASSERT_EQ(fut_runtime_new(NULL, &rs.rt), 0);
+    rs.rt = fut_test_rt();
     int drops = 0;
     counting_future_init(&rs.cf, 0, 0, NULL, &drops, 1);
     pthread_t th;

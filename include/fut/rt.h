@@ -3,7 +3,10 @@
  * A task is one allocation holding a copy of the future you spawn; the
  * runtime polls it whenever it is woken. The current-thread runtime runs
  * every task on the thread that calls fut_block_on (Tokio's
- * current_thread). Wakes may come from any thread.
+ * current_thread). The multi-thread runtime runs them on its worker
+ * threads, which steal work from each other, so a task may be polled by
+ * a different thread each time - but never by two at once (Tokio's
+ * multi_thread; docs/scheduler.md). Wakes may come from any thread.
  */
 #ifndef FUT_RT_H
 #define FUT_RT_H
@@ -17,12 +20,13 @@ struct fut_task;
 
 enum fut_rt_flavor {
     FUT_RT_CURRENT_THREAD = 0, /* every task runs inside fut_block_on */
-    FUT_RT_MULTI_THREAD = 1    /* worker threads (not in this version) */
+    FUT_RT_MULTI_THREAD = 1    /* worker threads with work stealing */
 };
 
 struct fut_rt_config {
     int flavor;           /* enum fut_rt_flavor */
-    int workers;          /* multi-thread: worker count, 0 = online CPUs */
+    int workers;          /* multi-thread: worker count, 0 = online CPUs
+                             (at most 256) */
     int budget;           /* coop budget per task poll; 0 = 128 */
     int event_interval;   /* ticks between remote-queue checks; 0 = 61 */
     int64_t slow_poll_ns; /* debug builds: report longer polls; 0 = 10 ms,
@@ -49,8 +53,10 @@ struct fut_rt_config {
 FUT_EXTERN void fut_rt_config_init(struct fut_rt_config *cfg);
 
 /* Creates a runtime. cfg == NULL: the defaults. Returns 0 with '*out' set,
- * FUT_EINVAL for a bad config (negative counts, unknown flavor) or
- * FUT_ENOMEM. Thread: any. */
+ * FUT_EINVAL for a bad config (negative counts, unknown flavor, more than
+ * 256 workers), FUT_ENOMEM, or -EAGAIN when the worker threads cannot be
+ * created. The multi-thread flavor starts its workers here; they sleep
+ * (no CPU) until there is work. Thread: any. */
 FUT_EXTERN int fut_runtime_new(const struct fut_rt_config *cfg,
                                struct fut_runtime **out);
 
@@ -60,7 +66,15 @@ FUT_EXTERN int fut_runtime_new(const struct fut_rt_config *cfg,
  * Memory still referenced by join handles or wakers held elsewhere is
  * freed when the last of them is dropped. Must not be called from inside
  * fut_block_on of the same runtime. Thread: any (the current-thread
- * runtime: the thread that created it or any, when no block_on runs). */
+ * runtime: the thread that created it or any, when no block_on runs).
+ * Multi-thread: any thread but the runtime's workers; it joins them
+ * (after their current polls) and drops every task - thread-affine ones
+ * on their own worker, the others on this thread. fut_spawn and
+ * fut_block_on may run on other threads meanwhile: spawns fail with
+ * FUT_ESHUTDOWN, awaited join handles give FUT_ECANCELED. Once it
+ * returned, 'rt' may still be used for fut_spawn (FUT_ESHUTDOWN) only
+ * while a join handle or waker of one of its tasks is alive (they keep
+ * the handle's memory). */
 FUT_EXTERN void fut_runtime_free(struct fut_runtime *rt);
 
 /* The runtime whose task (or block_on) is running on this thread, or
@@ -70,7 +84,11 @@ FUT_EXTERN struct fut_runtime *fut_runtime_current(void);
 /* Runs 'f' to completion on this thread, driving the runtime's tasks
  * meanwhile; 'f' is polled in place (caller storage) and not dropped: its
  * output is in its struct. Returns 0, or FUT_EBUSY when a block_on of this
- * runtime is already running (nested or on another thread).
+ * runtime is already running (nested or on another thread; on the
+ * multi-thread runtime: nested, or called from one of its workers -
+ * several other threads may block_on at once), FUT_ENOMEM. Multi-thread:
+ * 'f' is polled on this thread (it is not a worker; the tasks run on the
+ * workers meanwhile).
  * rt == NULL: no runtime; 'f' is polled with a thread-parking waker, and
  * the thread sleeps (futex) while 'f' is pending. Blocks the thread: never
  * call it from inside a poll. */
@@ -118,8 +136,14 @@ FUT_EXTERN void fut_join_output_to(struct fut_join *j, size_t offset,
 
 /* Requests cancellation: the task is dropped at once when it is idle and
  * this thread runs its runtime, after its current poll when it is running,
- * or at the runtime's next tick otherwise. The handle stays valid; awaiting
- * it gives FUT_ECANCELED unless the task completed first. Thread: any. */
+ * or at the runtime's next tick otherwise. On the multi-thread runtime
+ * "at once" holds on any thread: an idle task is dropped by the calling
+ * thread before this returns (its future may move between threads) -
+ * except a thread-affine task (fut_spawn_local) aborted from another
+ * thread than its worker, which its worker drops at its next tick. A
+ * running task is dropped by the thread polling it, right after that
+ * poll. The handle stays valid; awaiting it gives FUT_ECANCELED unless
+ * the task completed first. Thread: any. */
 FUT_EXTERN void fut_join_abort(struct fut_join *j);
 
 /* Lets the task run on without a handle; its output is discarded. The
@@ -140,28 +164,68 @@ FUT_EXTERN int fut_join_is_finished(const struct fut_join *j);
  * runtime is shutting down); FUT_ENOMEM. On error nothing was copied: 'f'
  * is still the caller's, and 'join' is an empty handle.
  * Thread: any; a spawn from outside the runtime's thread is queued for it
- * (and wakes it). */
+ * (and wakes it). Multi-thread: a spawn from a worker goes to that
+ * worker's queues (its LIFO slot: it runs right after the spawning task's
+ * poll unless stolen), one from any other thread to the global queue. */
 #define fut_spawn(rt, f, size, join)                                          \
     fut_spawn_at((rt), FUT_AS_FUTURE(f), (size), (join), __FILE__, __LINE__)
 FUT_EXTERN int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
                             size_t size, struct fut_join *join,
                             const char *file, int line);
 
+/* Spawns a thread-affine task on the current thread's runtime (Tokio's
+ * spawn_local): like fut_spawn, but on the multi-thread runtime the task
+ * is polled and dropped only on the worker that spawned it - never
+ * stolen, never dropped by another thread (an abort from elsewhere is
+ * carried out by that worker; shutdown drops it there too), for futures
+ * that must not move between threads. Wakes and join handles work from
+ * any thread as usual. On the current-thread runtime it is fut_spawn
+ * (every task runs on the thread inside fut_block_on).
+ * Returns 0; FUT_EINVAL when not called from a task on a multi-thread
+ * worker (a block_on thread or a foreign thread has no worker to pin the
+ * task to) nor from the thread running a current-thread runtime;
+ * FUT_ESHUTDOWN; FUT_ENOMEM. On error nothing was copied and 'join' is
+ * an empty handle. Thread: a runtime's thread (see above). */
+#define fut_spawn_local(f, size, join)                                        \
+    fut_spawn_local_at(FUT_AS_FUTURE(f), (size), (join), __FILE__, __LINE__)
+FUT_EXTERN int fut_spawn_local_at(const struct fut_future *f, size_t size,
+                                  struct fut_join *join, const char *file,
+                                  int line);
+
 /* ----------------------------------------------------------- introspection */
 
 struct fut_rt_stats {
     uint64_t spawned;      /* tasks spawned so far */
-    uint64_t alive;        /* tasks not yet freed */
+    uint64_t alive;        /* tasks not yet freed (per worker: tasks
+                              spawned on it that have not completed) */
     uint64_t polls;        /* task polls */
-    uint64_t remote_wakes; /* tasks queued from other threads */
+    uint64_t remote_wakes; /* tasks queued from other threads (per worker:
+                              thread-affine tasks queued to it) */
     uint64_t parks;        /* times the runtime thread went to sleep */
     uint64_t budget_yields;/* polls that ended because the budget ran out */
+    /* multi-thread runtime (0 on the current-thread one) */
+    uint64_t unparks;      /* a sleeping worker woke up with work to do */
+    uint64_t steals;       /* successful steals from other workers */
+    uint64_t stolen;       /* tasks those steals moved */
+    uint64_t lifo_hits;    /* polls of a task taken from the LIFO slot */
+    uint64_t global_polls; /* tasks taken from the global queue */
+    uint64_t workers;      /* worker threads (1 for current-thread; 1 in
+                              one worker's statistics) */
 };
 
-/* A snapshot of the runtime's counters; readable from any thread while it
- * runs (values may be slightly stale). */
+/* A snapshot of the runtime's counters, summed over its workers; readable
+ * from any thread while it runs (values may be slightly stale). */
 FUT_EXTERN void fut_runtime_stats(struct fut_runtime *rt,
                                   struct fut_rt_stats *out);
+
+/* Number of worker threads (1 for the current-thread runtime). */
+FUT_EXTERN int fut_runtime_workers(struct fut_runtime *rt);
+
+/* The counters of worker 'worker' (0 .. fut_runtime_workers() - 1) alone:
+ * what it spawned, polled, stole, ... Returns 0, or FUT_EINVAL for a bad
+ * index. Thread: any, at any time while the runtime exists. */
+FUT_EXTERN int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,
+                                        struct fut_rt_stats *out);
 
 FUT_END_DECLS
 

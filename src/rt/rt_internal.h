@@ -30,6 +30,11 @@ struct fut_task {
 
 #define TASK_F_LOCAL 1u /* never leaves the thread that spawned it */
 
+static inline int fut__task_is_local(const struct fut_task *t)
+{
+    return (t->flags & TASK_F_LOCAL) != 0;
+}
+
 #define FUT__TASK_HDR                                                         \
     ((sizeof(struct fut_task) + _Alignof(max_align_t) - 1) &                 \
      ~(_Alignof(max_align_t) - 1))
@@ -50,6 +55,10 @@ struct fut__sched_vt {
     void (*unlink)(struct fut__sched *s, struct fut_task *t);
     /* Frees a task's memory (last reference gone). Any thread. */
     void (*free_task)(struct fut__sched *s, struct fut_task *t);
+    /* Optional: 1 when the calling thread may drop the idle task 't' in
+     * place (an abort that found it idle). NULL: only a thread running
+     * the scheduler (fut__tls_sched == s). */
+    int (*drop_here)(struct fut__sched *s, struct fut_task *t);
 };
 
 /* The I/O + timer driver a scheduler parks in (src/io, src/time). NULL
@@ -96,6 +105,20 @@ void fut__task_init(struct fut_task *t, struct fut__sched *s, int joined,
  * '*budget_spent' = 1 when the poll ended with the budget used up. */
 enum fut__run_result fut__task_run(struct fut_task *t, int budget,
                                    int *budget_spent);
+/* The same, with the budget in and out: '*budget' is what is left after
+ * the poll (the multi-thread scheduler charges LIFO polls to it). */
+enum fut__run_result fut__task_poll(struct fut_task *t, int *budget);
+/* Drops the future of a task the caller owns (it holds RUNNING: popped it
+ * from a queue) and completes it as cancelled. */
+void fut__task_cancel(struct fut_task *t);
+/* Shutdown of a task that may be owned elsewhere: when it is idle, takes
+ * it, drops it and returns 1; otherwise marks it CANCELLED (its owner -
+ * a queue, a poll, an abort in progress - drops it) and returns 0. */
+int fut__task_shutdown_idle(struct fut_task *t);
+/* Reference count of a task (a scheduler holding one across a hand-off,
+ * e.g. a deferred unlink). */
+void fut__task_ref_inc(struct fut_task *t);
+void fut__task_ref_dec(struct fut_task *t);
 /* Drops a task's future during shutdown (the caller owns the scheduler
  * and no queue holds the task any longer). */
 void fut__task_shutdown(struct fut_task *t);
@@ -126,5 +149,36 @@ int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
                   int line);
 void fut__ct_shutdown(struct fut__sched *s);
 void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out);
+
+/* ----------------------------------------------------- multi-thread sched */
+
+/* Creates the scheduler (and its driver unless cfg->no_driver); the
+ * workers start in fut__mt_start, so whatever is attached to the
+ * scheduler in between is seen by them. */
+int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
+                struct fut__sched **out);
+/* Starts the worker threads. On error (FUT_ENOMEM, -EAGAIN from
+ * pthread_create) the scheduler is shut down and freed, 'rt' with it. */
+int fut__mt_start(struct fut__sched *s);
+int fut__mt_block_on(struct fut__sched *s, struct fut_future *f);
+/* 'local': a thread-affine task (fut_spawn_local). */
+int fut__mt_spawn(struct fut__sched *s, const struct fut_future *f,
+                  size_t size, struct fut_join *join, int local,
+                  const char *file, int line);
+/* Drops every task, joins the workers. The runtime handle 'rt' given to
+ * fut__mt_new is freed (fut__runtime_dealloc) with the scheduler's
+ * memory, when the last join handle or waker referring to it is gone. */
+void fut__mt_shutdown(struct fut__sched *s);
+void fut__mt_stats(struct fut__sched *s, struct fut_rt_stats *out);
+int fut__mt_workers(struct fut__sched *s);
+int fut__mt_worker_stats(struct fut__sched *s, int worker,
+                         struct fut_rt_stats *out);
+
+/* ---------------------------------------------------------- runtime.c */
+
+/* block_on without a runtime: polls 'f' with a thread-parking waker. */
+int fut__block_on_thread(struct fut_future *f);
+/* Frees the handle memory of a runtime (its scheduler is gone). */
+void fut__runtime_dealloc(struct fut_runtime *rt);
 
 #endif /* FUT_RT_INTERNAL_H */

@@ -26,8 +26,9 @@ static int config_resolve(const struct fut_rt_config *in,
     if (out->workers < 0 || out->budget < 0 || out->event_interval < 0 ||
         out->slow_poll_ns < -1)
         return FUT_EINVAL;
-    if (out->flavor != FUT_RT_CURRENT_THREAD)
-        return FUT_EINVAL; /* the multi-thread scheduler is not built yet */
+    if (out->flavor != FUT_RT_CURRENT_THREAD &&
+        out->flavor != FUT_RT_MULTI_THREAD)
+        return FUT_EINVAL;
     if (out->budget == 0)
         out->budget = 128; /* Tokio's coop budget */
     if (out->event_interval == 0)
@@ -48,6 +49,20 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
     if (!rt)
         return FUT_ENOMEM;
     rt->flavor = c.flavor;
+    if (c.flavor == FUT_RT_MULTI_THREAD) {
+        r = fut__mt_new(rt, &c, &rt->sched);
+        if (r) {
+            fut__free(rt, sizeof *rt);
+            return r;
+        }
+        /* The workers start last: whatever is attached to the scheduler
+         * before this is seen by them. On failure 'rt' is gone. */
+        r = fut__mt_start(rt->sched);
+        if (r)
+            return r;
+        *out = rt;
+        return 0;
+    }
     r = fut__ct_new(rt, &c, &rt->sched);
     if (r) {
         fut__free(rt, sizeof *rt);
@@ -57,11 +72,20 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
     return 0;
 }
 
+void fut__runtime_dealloc(struct fut_runtime *rt)
+{
+    fut__free(rt, sizeof *rt);
+}
+
 void fut_runtime_free(struct fut_runtime *rt)
 {
     if (!rt)
         return;
     FUT_CHECK(fut__tls_sched != rt->sched); /* not from inside block_on */
+    if (rt->flavor == FUT_RT_MULTI_THREAD) {
+        fut__mt_shutdown(rt->sched); /* frees 'rt' with the scheduler */
+        return;
+    }
     fut__ct_shutdown(rt->sched);
     fut__free(rt, sizeof *rt);
 }
@@ -82,12 +106,54 @@ int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
             fut__join_init(join, NULL);
         return FUT_EINVAL;
     }
+    if (rt->flavor == FUT_RT_MULTI_THREAD)
+        return fut__mt_spawn(rt->sched, f, size, join, 0, file, line);
+    return fut__ct_spawn(rt->sched, f, size, join, file, line);
+}
+
+int fut_spawn_local_at(const struct fut_future *f, size_t size,
+                       struct fut_join *join, const char *file, int line)
+{
+    struct fut_runtime *rt = fut_runtime_current();
+    if (!rt || !f || size < sizeof(struct fut_future)) {
+        if (join)
+            fut__join_init(join, NULL);
+        return FUT_EINVAL;
+    }
+    if (rt->flavor == FUT_RT_MULTI_THREAD)
+        return fut__mt_spawn(rt->sched, f, size, join, 1, file, line);
+    /* Current-thread: every task runs on the thread inside block_on. */
     return fut__ct_spawn(rt->sched, f, size, join, file, line);
 }
 
 void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 {
+    memset(out, 0, sizeof *out);
+    if (rt->flavor == FUT_RT_MULTI_THREAD) {
+        fut__mt_stats(rt->sched, out);
+        return;
+    }
     fut__ct_stats(rt->sched, out);
+    out->workers = 1;
+}
+
+int fut_runtime_workers(struct fut_runtime *rt)
+{
+    return rt->flavor == FUT_RT_MULTI_THREAD ? fut__mt_workers(rt->sched)
+                                             : 1;
+}
+
+int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,
+                             struct fut_rt_stats *out)
+{
+    if (rt->flavor == FUT_RT_MULTI_THREAD) {
+        memset(out, 0, sizeof *out);
+        return fut__mt_worker_stats(rt->sched, worker, out);
+    }
+    if (worker != 0)
+        return FUT_EINVAL;
+    fut_runtime_stats(rt, out);
+    return 0;
 }
 
 /* ------------------------------------------- block_on without a runtime */
@@ -129,7 +195,7 @@ static struct fut_waker tw_clone(const void *data)
     return w;
 }
 
-static int block_on_thread(struct fut_future *f)
+int fut__block_on_thread(struct fut_future *f)
 {
     struct thread_waker *tw = fut__alloc(sizeof *tw);
     if (!tw)
@@ -148,6 +214,8 @@ static int block_on_thread(struct fut_future *f)
 int fut_block_on(struct fut_runtime *rt, struct fut_future *f)
 {
     if (!rt)
-        return block_on_thread(f);
+        return fut__block_on_thread(f);
+    if (rt->flavor == FUT_RT_MULTI_THREAD)
+        return fut__mt_block_on(rt->sched, f);
     return fut__ct_block_on(rt->sched, f);
 }

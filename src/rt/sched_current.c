@@ -261,7 +261,7 @@ static void ct_pool_free(struct fut__blockpool *p, void *b, uint32_t cls,
 }
 
 static const struct fut__sched_vt ct_vt = {ct_schedule, ct_unlink,
-                                           ct_free_task};
+                                           ct_free_task, NULL};
 
 /* ------------------------------------------------------------ main waker */
 

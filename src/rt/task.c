@@ -26,7 +26,15 @@
  *             (then the owner re-queues or cancels; no wake is lost).
  *   complete: fetch_xor(RUNNING|COMPLETE) by the owner.
  *   abort:    fetch_or(CANCELLED|NOTIFIED|RUNNING): like a wake, and an
- *             idle task is dropped at once on its runtime's thread.
+ *             idle task is dropped at once by the aborting thread when
+ *             its scheduler allows it there (drop_here: the current-thread
+ *             runtime's thread; any thread on the multi-thread runtime,
+ *             except for a thread-affine task - TASK_F_LOCAL - whose
+ *             worker alone may drop it); otherwise it is queued and its
+ *             owner drops it instead of polling it.
+ *   shutdown: fut__task_shutdown takes a task over whatever RUNNING says
+ *             (the current-thread runtime has drained every queue);
+ *             fut__task_shutdown_idle only an idle one, like an abort.
  * A queued task needs no reference of its own: it is not complete, so
  * the live-task list's reference keeps it alive (C10: never polled by two
  * threads - only the RUNNING setter queues it; a wake while it runs
@@ -84,6 +92,16 @@ static void task_ref_dec(struct fut_task *t)
         t->sched->vt->free_task(t->sched, t);
 }
 
+void fut__task_ref_inc(struct fut_task *t)
+{
+    fut__fetch_add(&t->state, REF_ONE, FUT__RELAXED); /* caller holds one */
+}
+
+void fut__task_ref_dec(struct fut_task *t)
+{
+    task_ref_dec(t);
+}
+
 /* ---------------------------------------------------------- completion */
 
 /* The owner (holding RUNNING) finished the task: publish COMPLETE, wake the
@@ -118,6 +136,12 @@ static void task_cancel_owned(struct fut_task *t)
  * an idle task and must queue (or cancel) it. */
 static int task_notify(struct fut_task *t, uintptr_t bits)
 {
+#ifdef FUT_MC_BUG_WAKE_NO_NOTIFY
+    /* Seeded bug (test/mc): a wake that finds the task running leaves it
+     * alone instead of marking it NOTIFIED - the wake is lost. */
+    if (fut__load(&t->state, FUT__ACQUIRE) & RUNNING)
+        return 0;
+#endif
     /* Release: what the waker wrote before waking is visible to the poll
      * it causes (through the queue hand-off). */
     uintptr_t prev = fut__fetch_or(&t->state, bits | NOTIFIED | RUNNING,
@@ -220,6 +244,15 @@ static void check_slow(struct fut_task *t, int64_t t0, int64_t limit)
 enum fut__run_result fut__task_run(struct fut_task *t, int budget,
                                    int *budget_spent)
 {
+    int left = budget;
+    enum fut__run_result r = fut__task_poll(t, &left);
+    if (r != FUT__RUN_DONE)
+        *budget_spent = left == 0;
+    return r;
+}
+
+enum fut__run_result fut__task_poll(struct fut_task *t, int *budget)
+{
     /* Acquire: pairs with the release of the wake that queued us. A task
      * queued by spawn or a self-wake has no NOTIFIED to clear: no RMW. */
     uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
@@ -234,7 +267,7 @@ enum fut__run_result fut__task_run(struct fut_task *t, int budget,
     struct fut_context cx;
     cx.waker.data = t;
     cx.waker.vt = &fut__task_waker_vt;
-    cx.budget = budget;
+    cx.budget = *budget;
     cx.task = t;
     struct fut_task *outer = polling;
     polling = t;
@@ -247,12 +280,12 @@ enum fut__run_result fut__task_run(struct fut_task *t, int budget,
     int r = fut_poll(f, &cx);
 #endif
     polling = outer;
+    *budget = cx.budget;
     if (r == FUT_READY) {
         fut_drop(f);
         task_complete(t, 0);
         return FUT__RUN_DONE;
     }
-    *budget_spent = cx.budget == 0;
 #ifdef FUT_DEBUG
     check_wakeable(t);
 #endif
@@ -279,6 +312,19 @@ void fut__task_shutdown(struct fut_task *t)
                                    FUT__ACQ_REL);
     FUT_ASSERT(!(prev & COMPLETE));
     (void)prev;
+    task_cancel_owned(t);
+}
+
+int fut__task_shutdown_idle(struct fut_task *t)
+{
+    if (!task_notify(t, CANCELLED))
+        return 0; /* running, queued or complete: its owner drops it */
+    task_cancel_owned(t);
+    return 1;
+}
+
+void fut__task_cancel(struct fut_task *t)
+{
     task_cancel_owned(t);
 }
 
@@ -335,7 +381,8 @@ static void task_abort(struct fut_task *t)
     if (!task_notify(t, CANCELLED))
         return;
     /* Idle, and now ours: drop it at once where that is allowed. */
-    if (fut__tls_sched == t->sched)
+    struct fut__sched *s = t->sched;
+    if (s->vt->drop_here ? s->vt->drop_here(s, t) : fut__tls_sched == s)
         task_cancel_owned(t);
     else
         t->sched->vt->schedule(t->sched, t);

@@ -19,7 +19,7 @@
 
 /* ----------------------------------------------------- memory operations */
 
-enum { MC_ADD, MC_SUB, MC_OR, MC_AND };
+enum { MC_ADD, MC_SUB, MC_OR, MC_AND, MC_XOR };
 
 /* Non-atomic initialisation of an atomic word (no scheduling point). */
 void mc_init(_Atomic uintptr_t *p, uintptr_t v);
@@ -31,7 +31,8 @@ uintptr_t mc_swap(_Atomic uintptr_t *p, uintptr_t v, int mo,
 /* Strong CAS; '*expected' is updated with the value seen on failure. */
 _Bool mc_cas(_Atomic uintptr_t *p, uintptr_t *expected, uintptr_t desired,
              int mo_succ, int mo_fail, const char *file, int line);
-/* op is MC_ADD, MC_SUB, MC_OR or MC_AND; returns the previous value. */
+/* op is MC_ADD, MC_SUB, MC_OR, MC_AND or MC_XOR; returns the previous
+ * value. */
 uintptr_t mc_rmw(_Atomic uintptr_t *p, int op, uintptr_t v, int mo,
                  const char *file, int line);
 void mc_fence(int mo, const char *file, int line);

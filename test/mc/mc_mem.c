@@ -502,12 +502,14 @@ uintptr_t mc_rmw(_Atomic uintptr_t *p, int op, uintptr_t v, int mo,
                  const char *file, int line)
 {
     static const char *const names[] = {"fetch_add", "fetch_sub",
-                                        "fetch_or", "fetch_and"};
+                                        "fetch_or", "fetch_and",
+                                        "fetch_xor"};
     if (!mc__g.active) {
         switch (op) {
         case MC_ADD: return atomic_fetch_add(p, v);
         case MC_SUB: return atomic_fetch_sub(p, v);
         case MC_OR: return atomic_fetch_or(p, v);
+        case MC_XOR: return atomic_fetch_xor(p, v);
         default: return atomic_fetch_and(p, v);
         }
     }
@@ -518,6 +520,7 @@ uintptr_t mc_rmw(_Atomic uintptr_t *p, int op, uintptr_t v, int mo,
     case MC_SUB: nv = old - v; break;
     case MC_OR: nv = old | v; break;
     case MC_AND: nv = old & v; break;
+    case MC_XOR: nv = old ^ v; break;
     default: mc__fail(MC_FAIL_USAGE, "mc_rmw: bad op %d", op);
     }
     acquire(mc__self(), l, mo);

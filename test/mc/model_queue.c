@@ -1,0 +1,285 @@
+/* Models of the multi-thread scheduler's local ring (src/rt/queue.c) with
+ * capacity 4, run by the model checker in SC and x86-TSO.
+ *
+ *   model_queue [--expect KIND] [--mem sc|tso] [MODEL...]
+ *
+ * Same driver conventions as model_cell.c. The items are task headers
+ * (only their 'next' link is used, by the overflow batch); every model
+ * checks that each pushed task comes out exactly once - by the owner's
+ * pop, a steal or an overflow batch - and that the slot hand-over is
+ * ordered (the ring annotates its slot accesses, so a missing acquire
+ * or release is a data race even under SC).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc.h"
+#include "rt/queue.h"
+#include "rt/rt_internal.h"
+
+#define L __FILE__, __LINE__
+
+void fut__assert_fail(const char *expr, const char *file, int line)
+{
+    mc__assert(0, expr, "library assertion", file, line);
+    abort();
+}
+
+#define NT 8
+
+static struct fut__ring owner_q, thief_q, thief2_q;
+static struct fut_task tasks[NT];
+/* How often each task came out, per consumer (summed after the joins,
+ * so the counts themselves are not shared). */
+static int got_owner[NT], got_thief[NT], got_thief2[NT];
+
+static int idx(struct fut_task *t)
+{
+    mc_assert(t >= tasks && t < tasks + NT, "not a task of the model");
+    return (int)(t - tasks);
+}
+
+static void setup(void)
+{
+    fut__ring_init(&owner_q);
+    fut__ring_init(&thief_q);
+    fut__ring_init(&thief2_q);
+    mc_label(&owner_q, sizeof owner_q, "owner_q");
+    mc_label(&thief_q, sizeof thief_q, "thief_q");
+    mc_label(&thief2_q, sizeof thief2_q, "thief2_q");
+    memset(tasks, 0, sizeof tasks);
+    memset(got_owner, 0, sizeof got_owner);
+    memset(got_thief, 0, sizeof got_thief);
+    memset(got_thief2, 0, sizeof got_thief2);
+}
+
+/* Owner push; an overflow batch counts as taken by the owner (it moves
+ * to the injection queue, which the owner holds here). */
+static void push(int i)
+{
+    struct fut_task *last = NULL;
+    unsigned n = 0, k = 0;
+    struct fut_task *b = fut__ring_push(&owner_q, &tasks[i], &last, &n);
+    if (!b)
+        return;
+    for (struct fut_task *p = b; p; p = p->next, k++) {
+        got_owner[idx(p)]++;
+        mc_assert(p->next || p == last, "the batch's last is wrong");
+    }
+    mc_assert(k == n, "the overflow batch has the wrong length");
+}
+
+static void drain_owner(void)
+{
+    struct fut_task *t;
+    while ((t = fut__ring_pop(&owner_q)))
+        got_owner[idx(t)]++;
+}
+
+/* One steal into 'dst', then the thief runs what it got. */
+static void steal_once(struct fut__ring *dst, int *got)
+{
+    unsigned moved = 0;
+    struct fut_task *t = fut__ring_steal(&owner_q, dst, &moved);
+    if (!t) {
+        mc_assert(moved == 0, "a failed steal moved tasks");
+        return;
+    }
+    got[idx(t)]++;
+    unsigned more = 0;
+    while ((t = fut__ring_pop(dst))) {
+        got[idx(t)]++;
+        more++;
+    }
+    mc_assert(more + 1 == moved, "the steal moved another number of tasks");
+}
+
+static void thief(void *arg)
+{
+    (void)arg;
+    steal_once(&thief_q, got_thief);
+}
+
+static void thief2(void *arg)
+{
+    (void)arg;
+    steal_once(&thief2_q, got_thief2);
+}
+
+static void check_exactly_once(int n)
+{
+    for (int i = 0; i < n; i++) {
+        int c = got_owner[i] + got_thief[i] + got_thief2[i];
+        mc_assert(c != 0, "a pushed task was lost");
+        mc_assert(c == 1, "a task was taken twice");
+    }
+}
+
+/* (1) push 3 || steal, then the owner pops the rest. */
+static void m_push_steal(void)
+{
+    setup();
+    int th = mc_spawn(thief, 0);
+    for (int i = 0; i < 3; i++)
+        push(i);
+    drain_owner();
+    mc_join(th);
+    check_exactly_once(3);
+}
+
+/* (2) pop || steal on a filled ring: the owner's pop CAS and the thief's
+ * claim CAS race on the same head. */
+static void m_pop_steal(void)
+{
+    setup();
+    for (int i = 0; i < 3; i++)
+        push(i);
+    int th = mc_spawn(thief, 0);
+    drain_owner();
+    mc_join(th);
+    check_exactly_once(3);
+}
+
+/* (3) the ring fills up (capacity 4) and overflows while a steal is in
+ * progress: tasks go to the batch, none twice. */
+static void m_overflow_steal(void)
+{
+    setup();
+    for (int i = 0; i < 3; i++)
+        push(i);
+    int th = mc_spawn(thief, 0);
+    for (int i = 3; i < 6; i++)
+        push(i);
+    drain_owner();
+    mc_join(th);
+    check_exactly_once(6);
+}
+
+/* (4) indices wrap around the capacity while a steal runs: slots are
+ * reused only after the thief released them. */
+static void m_wrap_steal(void)
+{
+    setup();
+    for (int i = 0; i < 3; i++)
+        push(i);
+    struct fut_task *t = fut__ring_pop(&owner_q);
+    if (t)
+        got_owner[idx(t)]++;
+    int th = mc_spawn(thief, 0);
+    for (int i = 3; i < 5; i++)
+        push(i);
+    t = fut__ring_pop(&owner_q);
+    if (t)
+        got_owner[idx(t)]++;
+    push(5);
+    drain_owner();
+    mc_join(th);
+    check_exactly_once(6);
+}
+
+/* (5) two thieves and the owner popping (three threads: bounded). */
+static void m_steal_steal(void)
+{
+    setup();
+    for (int i = 0; i < 4; i++)
+        push(i);
+    int a = mc_spawn(thief, 0);
+    int b = mc_spawn(thief2, 0);
+    drain_owner();
+    mc_join(a);
+    mc_join(b);
+    check_exactly_once(4);
+}
+
+/* ---------------------------------------------------------------- driver */
+
+struct model {
+    const char *name;
+    void (*body)(void);
+    int preempt; /* default bound; -1: unbounded (two racing threads) */
+};
+
+/* Every ring operation is several atomic steps, so only pop_steal is
+ * small enough to explore without a bound (634,342 executions in TSO);
+ * the others run at preemption bound 4 (steal_steal, three threads, at
+ * 3), and ctest adds 20,000 unbounded random schedules of each. */
+static const struct model models[] = {
+    {"push_steal", m_push_steal, 4},
+    {"pop_steal", m_pop_steal, -1},
+    {"overflow_steal", m_overflow_steal, 4},
+    {"wrap_steal", m_wrap_steal, 4},
+    {"steal_steal", m_steal_steal, 3},
+};
+
+#define NMODELS (sizeof models / sizeof models[0])
+
+static int kind_of(const char *name)
+{
+    static const char *const names[] = {
+        "ok", "assert", "deadlock", "livelock", "race", "leak", "uaf",
+        "double-free", "bad-free", "steps", "nondet", "usage"};
+    _Static_assert(sizeof names / sizeof names[0] == MC_FAIL__COUNT,
+                   "one name per failure kind");
+    for (int k = 1; k < MC_FAIL__COUNT; k++)
+        if (!strcmp(name, names[k]))
+            return k;
+    fprintf(stderr, "model_queue: unknown failure kind '%s'\n", name);
+    exit(2);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: model_queue [--expect KIND] [--mem sc|tso] "
+                    "[MODEL...]\nmodels:");
+    for (size_t i = 0; i < NMODELS; i++)
+        fprintf(stderr, " %s", models[i].name);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+static const struct model *find_model(const char *name)
+{
+    for (size_t i = 0; i < NMODELS; i++)
+        if (!strcmp(models[i].name, name))
+            return &models[i];
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int expect = 0, mems[2] = {MC_MEM_SC, MC_MEM_TSO}, nmem = 2;
+    const struct model *sel[NMODELS];
+    size_t nsel = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
+            expect = kind_of(argv[++i]);
+        } else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
+            i++;
+            mems[0] = !strcmp(argv[i], "tso") ? MC_MEM_TSO : MC_MEM_SC;
+            nmem = 1;
+        } else if (find_model(argv[i]) && nsel < NMODELS) {
+            sel[nsel++] = find_model(argv[i]);
+        } else {
+            return usage();
+        }
+    }
+    if (!nsel)
+        for (size_t i = 0; i < NMODELS; i++)
+            sel[nsel++] = &models[i];
+    int failed = 0, caught = 0;
+    for (size_t i = 0; i < nsel; i++)
+        for (int m = 0; m < nmem; m++) {
+            struct mc_opts o = mc_defaults(mems[m]);
+            o.preempt = sel[i]->preempt;
+            int r = mc_check(sel[i]->name, sel[i]->body, &o);
+            if (r && expect && r != expect) {
+                printf("model_queue: expected '%s', got '%s'\n",
+                       mc_fail_name(expect), mc_fail_name(r));
+                abort();
+            }
+            failed += r != 0;
+            caught += r != 0 && r == expect;
+        }
+    return expect ? caught > 0 : failed > 0;
+}

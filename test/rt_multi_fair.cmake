@@ -1,0 +1,2 @@
+fut_check_test(rt_multi_fair CASES ready_task_no_starve
+  lifo_stolen_from_blocked pingpong_no_starve_global idle_cpu TIMEOUT 120)

@@ -1,0 +1,441 @@
+/* Stress of the multi-thread runtime, for TSan and ASan as much as for
+ * the assertions:
+ *   - wake_run_abort_drop: 10^6 tasks (TSan: 3 * 10^5), spawned from
+ *     this thread and from a task on a worker (both kinds of home), each
+ *     raced by a waking thread, an aborting thread, a join-dropping thread
+ *     and the two workers polling and stealing it (C10: never two polls at
+ *     once, a poll never after the drop; C11: dropped exactly once;
+ *     completion racing the join drop frees once - the leak fixture and
+ *     ASan see the rest);
+ *   - spawn_storm_shutdown: four foreign threads spawn (tasks that spawn
+ *     more, tasks that never finish) while another thread frees the
+ *     runtime: every future made is dropped exactly once, nothing leaks.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "test.h"
+
+static struct fut_runtime *mt_rt(int workers)
+{
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.flavor = FUT_RT_MULTI_THREAD;
+    cfg.workers = workers;
+    struct fut_runtime *rt = NULL;
+    int r = fut_runtime_new(&cfg, &rt);
+    ck_assert_msg(r == 0, "fut_runtime_new: %s", fut_strerror(r));
+    return rt;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* ------------------------------------------------ wake/run/abort/drop */
+
+#define SLOTS 128
+
+enum { FREE, CLAIMED, SPAWNED, ABORTED, RELEASED };
+
+struct slot {
+    pthread_mutex_t mu;
+    struct fut_waker w;   /* the task's waker, registered by its poll */
+    atomic_int phase;     /* FREE -> CLAIMED -> SPAWNED (a filler: the
+                             main thread or a task on a worker) ->
+                             ABORTED (aborter) -> RELEASED (dropper), and
+                             RELEASED -> CLAIMED once the future is gone */
+    atomic_int in_poll;
+    atomic_int dropped;
+    atomic_int polls;
+    int need;             /* polls before READY */
+    int abort;            /* the aborter aborts it */
+    struct fut_join j;
+};
+
+static struct slot slots[SLOTS];
+static atomic_long violations, n_drops, n_ready, n_spawned;
+static atomic_int stress_stop;
+
+struct sfut {
+    struct fut_future base;
+    struct slot *s;
+};
+
+static int sfut_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct slot *s = ((struct sfut *)f)->s;
+    if (atomic_fetch_add(&s->in_poll, 1) != 0)
+        atomic_fetch_add(&violations, 1); /* two polls at once */
+    if (atomic_load(&s->dropped))
+        atomic_fetch_add(&violations, 1); /* a poll after the drop */
+    int r = FUT_PENDING;
+    if (atomic_fetch_add(&s->polls, 1) + 1 >= s->need) {
+        atomic_fetch_add(&n_ready, 1);
+        r = FUT_READY;
+    } else {
+        pthread_mutex_lock(&s->mu);
+        fut_waker_set(&s->w, &cx->waker);
+        pthread_mutex_unlock(&s->mu);
+    }
+    atomic_fetch_sub(&s->in_poll, 1);
+    return r;
+}
+
+static void sfut_drop(struct fut_future *f)
+{
+    struct slot *s = ((struct sfut *)f)->s;
+    if (atomic_load(&s->in_poll))
+        atomic_fetch_add(&violations, 1); /* dropped during a poll */
+    pthread_mutex_lock(&s->mu);
+    fut_waker_drop(&s->w);
+    pthread_mutex_unlock(&s->mu);
+    if (atomic_exchange(&s->dropped, 1) != 0)
+        atomic_fetch_add(&violations, 1); /* dropped twice */
+    atomic_fetch_add(&n_drops, 1);
+}
+
+static const struct fut_future_vtable sfut_vt = {sfut_poll, sfut_drop,
+                                                 "stress", NULL};
+
+static void *waker_thread(void *arg)
+{
+    uint64_t seed = (uintptr_t)arg;
+    for (long n = 1; !atomic_load(&stress_stop); n++) {
+        struct slot *s = &slots[rnd(&seed) % SLOTS];
+        pthread_mutex_lock(&s->mu);
+        if (fut_waker_is_set(&s->w))
+            fut_waker_wake_by_ref(&s->w);
+        pthread_mutex_unlock(&s->mu);
+        if (n % SLOTS == 0)
+            sched_yield(); /* 2 cores: leave the workers some */
+    }
+    return NULL;
+}
+
+static void *aborter_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stress_stop)) {
+        int any = 0;
+        for (int i = 0; i < SLOTS; i++) {
+            struct slot *s = &slots[i];
+            if (atomic_load_explicit(&s->phase, memory_order_acquire) !=
+                SPAWNED)
+                continue;
+            if (s->abort)
+                fut_join_abort(&s->j);
+            atomic_store_explicit(&s->phase, ABORTED, memory_order_release);
+            any = 1;
+        }
+        if (!any)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void *dropper_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stress_stop)) {
+        int any = 0;
+        for (int i = 0; i < SLOTS; i++) {
+            struct slot *s = &slots[i];
+            if (atomic_load_explicit(&s->phase, memory_order_acquire) !=
+                ABORTED)
+                continue;
+            fut_drop(&s->j.base); /* aborts it unless it completed */
+            atomic_store_explicit(&s->phase, RELEASED, memory_order_release);
+            any = 1;
+        }
+        if (!any)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static atomic_long to_spawn;
+
+/* Claims a free slot (or one whose task's future is gone) and spawns a
+ * task into it - from the calling thread: the main thread (a foreign
+ * spawn) or a task on a worker (the task is homed on that worker, so its
+ * completion elsewhere and its abort by the aborting thread take the
+ * remote-unlink path). Returns 1 when it spawned. */
+static int fill_slot(struct fut_runtime *rt, struct slot *s, uint64_t *seed)
+{
+    int ph = atomic_load_explicit(&s->phase, memory_order_acquire);
+    if (ph != FREE && (ph != RELEASED || !atomic_load(&s->dropped)))
+        return 0; /* in the pipeline, or still being dropped */
+    if (!atomic_compare_exchange_strong(&s->phase, &ph, CLAIMED))
+        return 0; /* the other filler took it */
+    if (ph == RELEASED && !atomic_load(&s->dropped)) {
+        /* ABA: our first look was at an earlier life's RELEASED; this
+         * life's future is not gone yet. */
+        atomic_store(&s->phase, RELEASED);
+        return 0;
+    }
+    if (atomic_fetch_sub(&to_spawn, 1) <= 0) {
+        atomic_store(&s->phase, RELEASED);
+        return 0;
+    }
+    uint64_t r = rnd(seed);
+    atomic_store(&s->in_poll, 0);
+    atomic_store(&s->dropped, 0);
+    atomic_store(&s->polls, 0);
+    s->need = 1 + (int)(r % 4);
+    s->abort = (r >> 8) % 2;
+    struct sfut f;
+    fut_future_init(&f.base, &sfut_vt);
+    f.s = s;
+    if (fut_spawn(rt, &f, sizeof f, &s->j) != 0)
+        atomic_fetch_add(&violations, 1);
+    atomic_fetch_add(&n_spawned, 1);
+    atomic_store_explicit(&s->phase, SPAWNED, memory_order_release);
+    return 1;
+}
+
+/* The filler on a worker: a batch per poll, then it yields. */
+struct filler {
+    struct fut_future base;
+    uint64_t seed;
+    int next;
+};
+
+static int filler_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct filler *fl = (struct filler *)f;
+    for (int k = 0; k < SLOTS / 4; k++) {
+        fill_slot(NULL, &slots[fl->next], &fl->seed);
+        fl->next = (fl->next + 1) % SLOTS;
+    }
+    if (atomic_load(&to_spawn) <= 0)
+        return FUT_READY;
+    fut_waker_wake_by_ref(&cx->waker);
+    return FUT_PENDING;
+}
+
+static const struct fut_future_vtable filler_vt = {filler_poll, NULL,
+                                                   "filler", NULL};
+
+START_TEST(wake_run_abort_drop)
+{
+    const long iters = TEST_ITERS(1000000, 300000);
+    struct fut_runtime *rt = mt_rt(2);
+    atomic_store(&violations, 0);
+    atomic_store(&n_drops, 0);
+    atomic_store(&n_ready, 0);
+    atomic_store(&n_spawned, 0);
+    atomic_store(&stress_stop, 0);
+    atomic_store(&to_spawn, iters);
+    for (int i = 0; i < SLOTS; i++) {
+        pthread_mutex_init(&slots[i].mu, NULL);
+        slots[i].w.vt = NULL;
+        atomic_store(&slots[i].phase, FREE);
+    }
+    pthread_t th[3];
+    pthread_create(&th[0], NULL, waker_thread, (void *)(uintptr_t)77);
+    pthread_create(&th[1], NULL, aborter_thread, NULL);
+    pthread_create(&th[2], NULL, dropper_thread, NULL);
+    struct filler fl;
+    fut_future_init(&fl.base, &filler_vt);
+    fl.seed = 999;
+    fl.next = SLOTS / 2;
+    struct fut_join fj;
+    ASSERT_EQ(fut_spawn(rt, &fl, sizeof fl, &fj), 0);
+    uint64_t seed = 12345;
+    int64_t deadline = fut_now_ns() + (int64_t)240 * 1000000000;
+    while (atomic_load(&to_spawn) > 0 && fut_now_ns() < deadline) {
+        int any = 0;
+        for (int i = 0; i < SLOTS; i++)
+            any |= fill_slot(rt, &slots[i], &seed);
+        if (!any)
+            sched_yield();
+    }
+    ASSERT_TRUE(atomic_load(&to_spawn) <= 0);
+    ASSERT_EQ(fut_block_on(rt, &fj.base), 0);
+    fut_drop(&fj.base);
+    ASSERT_EQ(atomic_load(&n_spawned), iters);
+    /* Let the last ones go through the pipeline. */
+    for (int i = 0; i < SLOTS; i++)
+        while (atomic_load(&slots[i].phase) != RELEASED &&
+               atomic_load(&slots[i].phase) != FREE &&
+               fut_now_ns() < deadline)
+            sched_yield();
+    atomic_store(&stress_stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    fut_runtime_free(rt);
+    ASSERT_EQ(atomic_load(&violations), 0);
+    ASSERT_EQ(atomic_load(&n_drops), atomic_load(&n_spawned));
+    ASSERT_TRUE(atomic_load(&n_ready) > 0); /* some completions raced */
+    ASSERT_TRUE(atomic_load(&n_ready) < iters); /* and some aborts won */
+    for (int i = 0; i < SLOTS; i++)
+        pthread_mutex_destroy(&slots[i].mu);
+}
+END_TEST
+
+/* ------------------------------------------------- spawn storm + free */
+
+static atomic_long made, gone, storm_ok;
+
+/* Kinds: 0 yields a few times; 1 spawns 3 children (kind 0) from its
+ * worker and awaits nothing; 2 never completes (only a drop ends it). */
+struct storm {
+    struct fut_future base;
+    int kind;
+    int left;
+    struct fut_waker w; /* kind 2 keeps its own: wakeable, never woken */
+};
+
+static void storm_init(struct storm *s, int kind, int left);
+
+static int storm_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct storm *s = (struct storm *)f;
+    if (s->kind == 2) {
+        fut_waker_set(&s->w, &cx->waker);
+        return FUT_PENDING; /* nobody wakes it: only a drop ends it */
+    }
+    if (s->kind == 1) {
+        for (int i = 0; i < 3; i++) {
+            struct storm c;
+            storm_init(&c, 0, i + 1);
+            if (fut_spawn(NULL, &c, sizeof c, NULL) == 0)
+                atomic_fetch_add(&made, 1);
+        }
+        return FUT_READY;
+    }
+    if (s->left-- > 0) {
+        fut_waker_wake_by_ref(&cx->waker);
+        return FUT_PENDING;
+    }
+    return FUT_READY;
+}
+
+static void storm_drop(struct fut_future *f)
+{
+    fut_waker_drop(&((struct storm *)f)->w);
+    atomic_fetch_add(&gone, 1);
+}
+
+static const struct fut_future_vtable storm_vt = {storm_poll, storm_drop,
+                                                  "storm", NULL};
+
+static void storm_init(struct storm *s, int kind, int left)
+{
+    fut_future_init(&s->base, &storm_vt);
+    s->kind = kind;
+    s->left = left;
+    s->w.vt = NULL;
+    s->w.data = NULL;
+}
+
+#define KEEP 8
+
+struct spawner {
+    struct fut_runtime *rt;
+    uint64_t seed;
+    long ok;
+    int last;
+};
+
+/* Spawns until the runtime refuses, keeping the last KEEP join handles
+ * (a live handle keeps the runtime's memory, so a spawn after the free
+ * returned is safe: FUT_ESHUTDOWN). */
+static void *spawner_thread(void *arg)
+{
+    struct spawner *sp = arg;
+    struct fut_join keep[KEEP];
+    int have[KEEP] = {0};
+    for (long n = 0;; n++) {
+        struct storm s;
+        int kind = (int)(rnd(&sp->seed) % 3);
+        storm_init(&s, kind, (int)(rnd(&sp->seed) % 4));
+        int k = (int)(n % KEEP);
+        if (have[k]) {
+            fut_drop(&keep[k].base);
+            have[k] = 0;
+        }
+        int r = fut_spawn(sp->rt, &s, sizeof s, &keep[k]);
+        if (r == FUT_ESHUTDOWN) {
+            sp->last = r;
+            break;
+        }
+        if (r == 0) {
+            have[k] = 1;
+            atomic_fetch_add(&made, 1);
+            atomic_fetch_add(&storm_ok, 1);
+            sp->ok++;
+        }
+        if (n % 64 == 0)
+            sched_yield();
+    }
+    for (int k = 0; k < KEEP; k++)
+        if (have[k])
+            fut_drop(&keep[k].base);
+    return NULL;
+}
+
+START_TEST(spawn_storm_shutdown)
+{
+    const int rounds = TEST_ITERS(20, 5);
+    for (int round = 0; round < rounds; round++) {
+        atomic_store(&made, 0);
+        atomic_store(&gone, 0);
+        atomic_store(&storm_ok, 0);
+        struct fut_runtime *rt = mt_rt(2);
+        /* Our own handle keeps the memory alive until the spawners are
+         * done (see spawner_thread). */
+        struct storm s;
+        storm_init(&s, 2, 0);
+        struct fut_join mine;
+        ASSERT_EQ(fut_spawn(rt, &s, sizeof s, &mine), 0);
+        atomic_fetch_add(&made, 1);
+        struct spawner sp[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            sp[i].rt = rt;
+            sp[i].seed = 0x1234567ull * (uint64_t)(i + 1 + round * 4);
+            sp[i].ok = 0;
+            sp[i].last = 0;
+            pthread_create(&th[i], NULL, spawner_thread, &sp[i]);
+        }
+        /* The storm is on (bounded wait: a loaded machine may not have
+         * run the spawners yet), then a little more of it. */
+        for (int i = 0; i < 50000 && atomic_load(&storm_ok) < 400; i++) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+        struct timespec ts = {0, (1 + round % 5) * 2000000L};
+        nanosleep(&ts, NULL);
+        fut_runtime_free(rt);
+        long ok = 0;
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            ASSERT_EQ(sp[i].last, FUT_ESHUTDOWN);
+            ok += sp[i].ok;
+        }
+        ASSERT_TRUE(fut_join_is_finished(&mine));
+        fut_drop(&mine.base);
+        ASSERT_TRUE(ok > 0);
+        ASSERT_EQ(atomic_load(&gone), atomic_load(&made));
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rt_multi_stress");
+    TCase *tc = fut_test_tcase(s, "wake_run_abort_drop");
+    tcase_add_test(tc, wake_run_abort_drop);
+    tc = fut_test_tcase(s, "spawn_storm_shutdown");
+    tcase_add_test(tc, spawn_storm_shutdown);
+    return fut_test_run(s);
+}

@@ -1,0 +1,2 @@
+fut_check_test(rt_multi_stress CASES wake_run_abort_drop spawn_storm_shutdown
+  TIMEOUT 300)
