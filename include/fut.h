@@ -8,6 +8,8 @@
 #include "fut/export.h"
 #include "fut/core.h"
 #include "fut/cell.h"
+#include "fut/sync.h"
+#include "fut/chan.h"
 #include "fut/combinators.h"
 #include "fut/stream.h"
 #include "fut/rt.h"

@@ -1,0 +1,1 @@
+fut_check_test(sync_broadcast CASES basic threads)
