@@ -39,10 +39,11 @@ void fut__backend_term(struct fut__backend *b);
  * edge-triggered, when 'on'; unregisters it when not. Returns 0 or a
  * negative error. */
 int fut__backend_update(struct fut__backend *b, int fd, void *token, int on);
-/* Waits up to 'timeout_ms' (-1 = forever, 0 = poll) and fills at most
- * 'max' events. Returns their number (0 on timeout or EINTR) or a
- * negative error. */
-int fut__backend_wait(struct fut__backend *b, int timeout_ms,
+/* Waits up to 'timeout_ns' (< 0 = forever, 0 = poll; nanosecond precision
+ * where the kernel has epoll_pwait2, else rounded up to milliseconds) and
+ * fills at most 'max' events. Returns their number (0 on timeout or
+ * EINTR) or a negative error. */
+int fut__backend_wait(struct fut__backend *b, int64_t timeout_ns,
                       struct fut__bevent *fired, int max);
 
 #endif /* FUT_IO_BACKEND_H */

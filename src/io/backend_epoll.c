@@ -52,13 +52,13 @@ static unsigned translate(uint32_t e)
     return r;
 }
 
-int fut__backend_wait(struct fut__backend *b, int timeout_ms,
+int fut__backend_wait(struct fut__backend *b, int64_t timeout_ns,
                       struct fut__bevent *fired, int max)
 {
     struct epoll_event evs[WAIT_MAX];
     if (max > WAIT_MAX)
         max = WAIT_MAX;
-    int n = fut__sys_epoll_wait(b->epfd, evs, max, timeout_ms);
+    int n = fut__sys_epoll_wait(b->epfd, evs, max, timeout_ns);
     if (n == -EINTR)
         return 0;
     if (n < 0)

@@ -31,7 +31,6 @@
  * wake local tasks through their queues), so a wake found by dispatch
  * costs no eventfd write.
  */
-#include <limits.h>
 #include <string.h>
 
 #include "io/driver.h"
@@ -216,10 +215,12 @@ static void drv_unpark(struct fut__driver *b)
 
 /* ----------------------------------------------------------------- park */
 
-/* The wait in ms for a park of 'timeout_ns' with the next timer due at
- * tick 'next' (UINT64_MAX: none). Rounds up: a wake before the deadline
- * would only come back. */
-static int wait_ms(struct fut__iodrv *d, int64_t timeout_ns, uint64_t next)
+/* The wait in ns (< 0: forever) for a park of 'timeout_ns' with the next
+ * timer due at tick 'next' (UINT64_MAX: none); 0 when a timer is due
+ * already (poll, do not sleep). The backend rounds up where it cannot
+ * sleep in nanoseconds: a wake before the deadline would only come back. */
+static int64_t wait_ns(struct fut__iodrv *d, int64_t timeout_ns,
+                       uint64_t next)
 {
     if (timeout_ns == 0)
         return 0;
@@ -232,10 +233,7 @@ static int wait_ms(struct fut__iodrv *d, int64_t timeout_ns, uint64_t next)
         if (ns < 0 || until < ns)
             ns = until;
     }
-    if (ns < 0)
-        return -1;
-    int64_t ms = (ns + FUT__NS_PER_MS - 1) / FUT__NS_PER_MS;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
+    return ns;
 }
 
 /* Paused clock, nothing else to do: jump to the next deadline, fire what
@@ -266,31 +264,31 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     uint64_t next = fut__wheel_next(&d->wheel);
     int may_advance = d->paused && timeout_ns != 0 && next != UINT64_MAX &&
                       fut__load(&d->inhibit, FUT__RELAXED) == 0;
-    int ms = may_advance ? 0
-                         : wait_ms(d, timeout_ns, d->paused ? UINT64_MAX
-                                                            : next);
-    if (ms != 0)
+    int64_t ns = may_advance ? 0
+                             : wait_ns(d, timeout_ns,
+                                       d->paused ? UINT64_MAX : next);
+    if (ns != 0)
         d->sleep_tick = next;
     fut__mutex_unlock(&d->lock);
     fut__io_reap(dead);
 
     int notified = 0;
-    if (ms != 0) {
+    if (ns != 0) {
         /* Acq_rel: pairs with unpark's swap (see its comment). */
         notified = fut__swap(&d->park_state, PARKED, FUT__ACQ_REL) ==
                    NOTIFIED;
         if (notified)
-            ms = 0;
+            ns = 0;
     }
     if (++d->tick == 0)
         d->tick = 1; /* tick 0 is "never dispatched": an fd's first state */
-    int n = fut__backend_wait(&d->be, ms, d->events, 256);
-    if (ms != 0 || notified) {
+    int n = fut__backend_wait(&d->be, ns, d->events, 256);
+    if (ns != 0 || notified) {
         fut__mutex_lock(&d->lock);
         d->sleep_tick = UINT64_MAX;
         fut__mutex_unlock(&d->lock);
     }
-    if (ms != 0 || notified || may_advance)
+    if (ns != 0 || notified || may_advance)
         notified |= fut__swap(&d->park_state, IDLE, FUT__ACQ_REL) ==
                     NOTIFIED;
 

@@ -10,14 +10,19 @@
  *     test makes the same calls fail every time;
  *   - the after-call hook is read under 'lock' and run outside it.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform/sys.h"
+#include "util/atomic.h"
 
 #define MAX_RULES 16
 
@@ -379,11 +384,34 @@ int fut__sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
     RET(r);
 }
 
+/* 1 while epoll_pwait2 may exist; cleared for good at its first ENOSYS
+ * (relaxed: every thread finds the same answer, a stale 1 costs one more
+ * ENOSYS). */
+static fut__aword have_pwait2 = 1;
+
+static int epoll_wait_ns(int epfd, struct epoll_event *evs, int max,
+                         int64_t timeout_ns)
+{
+#ifdef SYS_epoll_pwait2
+    if (timeout_ns > 0 &&
+        fut__load(&have_pwait2, FUT__RELAXED)) {
+        struct timespec ts = {(time_t)(timeout_ns / 1000000000),
+                              (long)(timeout_ns % 1000000000)};
+        long r = syscall(SYS_epoll_pwait2, epfd, evs, max, &ts, NULL, 0);
+        if (r >= 0 || errno != ENOSYS)
+            return (int)r;
+        fut__store(&have_pwait2, 0, FUT__RELAXED);
+    }
+#endif
+    int64_t ms = timeout_ns < 0 ? -1 : (timeout_ns + 999999) / 1000000;
+    return epoll_wait(epfd, evs, max, ms > INT_MAX ? INT_MAX : (int)ms);
+}
+
 int fut__sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
-                        int timeout_ms)
+                        int64_t timeout_ns)
 {
     FUT__SYS_ENTER(FUT__SYS_EPOLL_WAIT, epfd, NULL);
-    int r = epoll_wait(epfd, evs, max, timeout_ms);
+    int r = epoll_wait_ns(epfd, evs, max, timeout_ns);
     RET(r);
 }
 

@@ -159,8 +159,11 @@ int fut__sys_fcntl_fl(int fd, int setfl);
 int fut__sys_pipe(int fds[2]);
 int fut__sys_epoll_create(void);
 int fut__sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/* 'timeout_ns' < 0: forever. epoll_pwait2 (nanoseconds) when the kernel
+ * has it (Linux 5.11), else epoll_wait with the timeout rounded up to
+ * milliseconds (never early). */
 int fut__sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
-                        int timeout_ms);
+                        int64_t timeout_ns);
 /* Non-blocking, close-on-exec eventfd with initial value 0. */
 int fut__sys_eventfd(void);
 int fut__sys_signalfd(const sigset_t *mask);
