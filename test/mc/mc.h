@@ -149,4 +149,21 @@ int mc_skipped(void);
 const char *mc_replay_string(void);
 const char *mc_fail_name(int kind);
 
+/* ------------------------------------------------------ model programs */
+
+/* One model: a body for mc_check and its default preemption bound (-1:
+ * unbounded). */
+struct mc_model {
+    const char *name;
+    void (*body)(void);
+    int preempt;
+};
+
+/* The main of a model program (mc_main.c): [--expect KIND] [--mem sc|tso]
+ * [MODEL...]; no model named = all, no --mem = both modes. Returns the
+ * exit status: without --expect, 1 if any run failed; with it, 0 only if
+ * some run failed with KIND (a run failing otherwise aborts). */
+int mc_model_main(const char *prog, const struct mc_model *models, size_t n,
+                  int argc, char **argv);
+
 #endif /* FUT_TEST_MC_H */

@@ -194,17 +194,11 @@ static void m_steal_steal(void)
 
 /* ---------------------------------------------------------------- driver */
 
-struct model {
-    const char *name;
-    void (*body)(void);
-    int preempt; /* default bound; -1: unbounded (two racing threads) */
-};
-
 /* Every ring operation is several atomic steps, so only pop_steal is
  * small enough to explore without a bound (634,342 executions in TSO);
  * the others run at preemption bound 4 (steal_steal, three threads, at
  * 3), and ctest adds 20,000 unbounded random schedules of each. */
-static const struct model models[] = {
+static const struct mc_model models[] = {
     {"push_steal", m_push_steal, 4},
     {"pop_steal", m_pop_steal, -1},
     {"overflow_steal", m_overflow_steal, 4},
@@ -212,74 +206,8 @@ static const struct model models[] = {
     {"steal_steal", m_steal_steal, 3},
 };
 
-#define NMODELS (sizeof models / sizeof models[0])
-
-static int kind_of(const char *name)
-{
-    static const char *const names[] = {
-        "ok", "assert", "deadlock", "livelock", "race", "leak", "uaf",
-        "double-free", "bad-free", "steps", "nondet", "usage"};
-    _Static_assert(sizeof names / sizeof names[0] == MC_FAIL__COUNT,
-                   "one name per failure kind");
-    for (int k = 1; k < MC_FAIL__COUNT; k++)
-        if (!strcmp(name, names[k]))
-            return k;
-    fprintf(stderr, "model_queue: unknown failure kind '%s'\n", name);
-    exit(2);
-}
-
-static int usage(void)
-{
-    fprintf(stderr, "usage: model_queue [--expect KIND] [--mem sc|tso] "
-                    "[MODEL...]\nmodels:");
-    for (size_t i = 0; i < NMODELS; i++)
-        fprintf(stderr, " %s", models[i].name);
-    fprintf(stderr, "\n");
-    return 2;
-}
-
-static const struct model *find_model(const char *name)
-{
-    for (size_t i = 0; i < NMODELS; i++)
-        if (!strcmp(models[i].name, name))
-            return &models[i];
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    int expect = 0, mems[2] = {MC_MEM_SC, MC_MEM_TSO}, nmem = 2;
-    const struct model *sel[NMODELS];
-    size_t nsel = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
-            expect = kind_of(argv[++i]);
-        } else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
-            i++;
-            mems[0] = !strcmp(argv[i], "tso") ? MC_MEM_TSO : MC_MEM_SC;
-            nmem = 1;
-        } else if (find_model(argv[i]) && nsel < NMODELS) {
-            sel[nsel++] = find_model(argv[i]);
-        } else {
-            return usage();
-        }
-    }
-    if (!nsel)
-        for (size_t i = 0; i < NMODELS; i++)
-            sel[nsel++] = &models[i];
-    int failed = 0, caught = 0;
-    for (size_t i = 0; i < nsel; i++)
-        for (int m = 0; m < nmem; m++) {
-            struct mc_opts o = mc_defaults(mems[m]);
-            o.preempt = sel[i]->preempt;
-            int r = mc_check(sel[i]->name, sel[i]->body, &o);
-            if (r && expect && r != expect) {
-                printf("model_queue: expected '%s', got '%s'\n",
-                       mc_fail_name(expect), mc_fail_name(r));
-                abort();
-            }
-            failed += r != 0;
-            caught += r != 0 && r == expect;
-        }
-    return expect ? caught > 0 : failed > 0;
+    return mc_model_main("model_queue", models,
+                         sizeof models / sizeof models[0], argc, argv);
 }
