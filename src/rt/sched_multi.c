@@ -1206,7 +1206,14 @@ static struct fut_task *park_worker(struct mt_worker *w)
     (void)last;
     if (work_visible(m))
         notify_parked(m); /* may pick us: our park then returns at once */
-    if (m->n > 1 && (fut__load(&m->idle, FUT__SEQ_CST) >> 16) != 0)
+    /* Watch (a timed park) only while some queue holds work a stuck
+     * worker could strand: with nothing queued anywhere, a timer armed and
+     * cancelled on every park costs more than the wake itself
+     * (xthread_wake: 2.6x the futex floor with, 1.9x without). Work
+     * queued later wakes a sleeper to watch (need_watch in push_lifo and
+     * push_ring), which claims the role in the loop below. */
+    if (m->n > 1 && (fut__load(&m->idle, FUT__SEQ_CST) >> 16) != 0 &&
+        (any_lifo(m) || work_visible(m)))
         claim_watch(w);
     for (;;) {
         park_parker(w, w->watching ? w->watch_ns : -1, 1);
