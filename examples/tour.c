@@ -437,6 +437,8 @@ static void tour_sockets(struct fut_runtime *rt)
     fut_io_close(lst);
 }
 
+int tour_pipeline(void); /* examples/tour_pipeline.c */
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -454,6 +456,8 @@ int main(void)
     tour_stream(rt);
     tour_timers(rt);
     tour_sockets(rt);
+    section("a pipeline: producers -> mpsc -> workers -> broadcast");
+    CHECK(tour_pipeline() == 0); /* examples/tour_pipeline.c */
     section("8. the runtime's counters");
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);

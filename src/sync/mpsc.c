@@ -341,8 +341,8 @@ static void claim_held(struct fut__mpsc *ch, uint32_t *pos, uintptr_t *was)
     *was = s;
 }
 
-static void publish(struct fut__mpsc *ch, uint32_t pos, uintptr_t was,
-                    const void *msg)
+static inline void publish(struct fut__mpsc *ch, uint32_t pos,
+                           uintptr_t was, const void *msg)
 {
     struct slot *sl = slot_at(ch, pos);
     FUT_ASSERT((uint32_t)fut__load(&sl->seq, FUT__RELAXED) !=
@@ -353,7 +353,7 @@ static void publish(struct fut__mpsc *ch, uint32_t pos, uintptr_t was,
      * acquire load of 'seq'). */
     fut__store(&sl->seq, (uintptr_t)(uint32_t)(pos + 1), FUT__RELEASE);
 #ifndef FUT_MC_BUG_MPSC_NO_WAKE
-    if (was & RX_WAITING)
+    if (FUT_UNLIKELY(was & RX_WAITING))
         fut__awaker_wake(&ch->rx_waker);
 #else
     (void)was;
@@ -458,27 +458,14 @@ int fut_mpsc_try_send(struct fut_mpsc_tx *tx, const void *msg)
  * '*r' = 0 (credit held; the node is IDLE again), 1 ('fast' was sent
  * already) or FUT_ECLOSED; or FUT_PENDING. 'fast' (may be NULL): a fresh
  * send tries the one-CAS send first. */
-static int credit_poll(struct fut__mpsc *ch, struct fut__wnode *w,
-                       struct fut_context *cx, int *r, const void *fast)
+/* The part of credit_poll that goes through the semaphore core: queue
+ * for a credit, or collect one granted from the queue. Out of line, so
+ * the one-CAS send that precedes it inlines without its register saves. */
+__attribute__((noinline)) static int credit_wait(struct fut__mpsc *ch,
+                                                 struct fut__wnode *w,
+                                                 struct fut_context *cx,
+                                                 int *r, int fresh)
 {
-    int fresh = FUT__SEMW_TAG(fut__load(&w->st, FUT__RELAXED)) ==
-                FUT__SEMW_IDLE;
-    if (fresh) {
-        /* Spend the budget unit before trying (see fut__sem_poll_coop). */
-        if (!fut_coop_proceed(cx))
-            return FUT_PENDING;
-        if (fast) {
-            uint32_t pos;
-            uintptr_t was;
-            int e = claim_fast(ch, &pos, &was);
-            if (e != FUT_EFULL) {
-                if (e == 0)
-                    publish(ch, pos, was, fast);
-                *r = e == 0 ? 1 : e;
-                return FUT_READY;
-            }
-        }
-    }
     if (fut__sem_poll(&ch->sem, w, cx) == FUT_PENDING)
         return FUT_PENDING;
     uintptr_t st = fut__load(&w->st, FUT__RELAXED);
@@ -494,6 +481,31 @@ static int credit_poll(struct fut__mpsc *ch, struct fut__wnode *w,
     fut__store(&w->st, FUT__SEMW_IDLE, FUT__RELAXED);
     *r = 0;
     return FUT_READY;
+}
+
+static inline int credit_poll(struct fut__mpsc *ch, struct fut__wnode *w,
+                              struct fut_context *cx, int *r,
+                              const void *fast)
+{
+    int fresh = FUT__SEMW_TAG(fut__load(&w->st, FUT__RELAXED)) ==
+                FUT__SEMW_IDLE;
+    if (fresh) {
+        /* Spend the budget unit before trying (see fut__sem_poll_coop). */
+        if (!fut_coop_proceed(cx))
+            return FUT_PENDING;
+        if (fast) {
+            uint32_t pos;
+            uintptr_t was;
+            int e = claim_fast(ch, &pos, &was);
+            if (FUT_LIKELY(e != FUT_EFULL)) {
+                if (e == 0)
+                    publish(ch, pos, was, fast);
+                *r = e == 0 ? 1 : e;
+                return FUT_READY;
+            }
+        }
+    }
+    return credit_wait(ch, w, cx, r, fresh);
 }
 
 /* Drop of a send/reserve future: hands a grant on (semaphore core), and
@@ -896,9 +908,19 @@ static int recv_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct fut_mpsc_recv *r = (struct fut_mpsc_recv *)f;
     struct fut__mpsc *ch = r->rx->ch;
-    if (poll_recv(ch, cx, r->out, &r->result, &r->registered) ==
-        FUT_PENDING)
+    struct slot *sl;
+    FUT_CHECK(ch != NULL); /* receive on a dropped receiver */
+    /* The message at 'head' is there (b_poll_recv's first step, inlined:
+     * the common case of a busy channel). */
+    if (FUT_LIKELY(ch->bounded) && slot_ready(ch, &sl)) {
+        if (!fut_coop_proceed(cx))
+            return FUT_PENDING;
+        take(ch, sl, r->out);
+        r->result = 0;
+    } else if (poll_recv(ch, cx, r->out, &r->result, &r->registered) ==
+               FUT_PENDING) {
         return FUT_PENDING;
+    }
     /* Withdrawn here rather than at drop, so a drop that comes late can
      * never take the waker of a newer receive. */
     if (r->registered) {

@@ -22,7 +22,13 @@
  *     may now sit in the word while waiters sleep: the releaser takes the
  *     lock and assigns them. Conversely a waiter that queues after the
  *     fetch_add sees the permits in its own CAS (it runs assign after
- *     queueing). So free permits never strand while somebody waits.
+ *     queueing; it skips that when the word it set WAITERS in, or saw it
+ *     set in, had no free permit). So free permits never strand while
+ *     somebody waits.
+ *   - Checked release (fut__sem_release_max: the mutex's and rwlock's
+ *     unlocks, add_permits): a CAS while WAITERS is clear; with WAITERS
+ *     set it takes the lock and hands the permits to the queue directly
+ *     (handoff_locked), putting only the rest into the word.
  *   - Assign (under the lock): move free permits from the word to the
  *     waiters in list order; the head accumulates a partial grant until
  *     it has all it asked for (strict FIFO, as Tokio). A satisfied node is
@@ -125,20 +131,59 @@ static int assign_locked(struct fut__sem *s, struct fut__wakeset *ws)
     }
 }
 
-/* Assigns, releases the lock and wakes; relocks as often as a full
- * wakeset requires. Called with the lock held; returns without it. */
-static void assign_and_unlock(struct fut__sem *s)
+/* Assigns, releases the lock and wakes the wakers in 'ws' (may hold some
+ * already) and those it collects; relocks as often as a full wakeset
+ * requires. Called with the lock held; returns without it. */
+static void assign_and_unlock_ws(struct fut__sem *s, struct fut__wakeset *ws)
 {
-    struct fut__wakeset ws;
     for (;;) {
-        fut__wakeset_init(&ws);
-        int more = assign_locked(s, &ws);
+        int more = assign_locked(s, ws);
         fut__lock_release(&s->lock);
-        fut__wakeset_wake(&ws);
+        fut__wakeset_wake(ws);
         if (!more)
             return;
         fut__lock_acquire(&s->lock);
     }
+}
+
+static void assign_and_unlock(struct fut__sem *s)
+{
+    struct fut__wakeset ws;
+    fut__wakeset_init(&ws);
+    assign_and_unlock_ws(s, &ws);
+}
+
+/* Under the lock, with WAITERS set: hands 'n' released permits straight
+ * to the queued waiters in list order (partial grant to a head that wants
+ * more), then puts what is left into the word. A hand-over that skips the
+ * word saves the release RMW and assign's CAS taking the permits back out:
+ * in a lock convoy (every unlock finds a queued locker, mutex_contended
+ * on two workers) that is two of the dozen locked instructions per lock.
+ * FIFO holds: with WAITERS set no fast acquirer takes permits, and permits
+ * already in the word (a release in flight) are assigned by the caller's
+ * assign_and_unlock_ws in the same order. */
+static void handoff_locked(struct fut__sem *s, uintptr_t n,
+                           struct fut__wakeset *ws)
+{
+    struct fut__list *l;
+    while (n && !fut__wakeset_full(ws) &&
+           (l = fut__list_front(&s->waiters))) {
+        struct fut__wnode *w = fut__wnode_from_link(l);
+        uintptr_t need = fut__load(&w->st, FUT__RELAXED) >> 2;
+        if (need > n) {
+            fut__store(&w->st, ((need - n) << 2) | FUT__SEMW_QUEUED,
+                       FUT__RELAXED);
+            return;
+        }
+        n -= need;
+        fut__list_remove(l);
+        fut__wakeset_take(ws, &w->waker);
+        /* Release: our last touch of the node, after the releaser's
+         * critical section; pairs with the poller's acquire load. */
+        fut__store(&w->st, FUT__SEMW_GRANTED, FUT__RELEASE);
+    }
+    if (n) /* Release: as fut__sem_release. */
+        fut__fetch_add(&s->state, n * FUT__SEM_ONE, FUT__RELEASE);
 }
 
 void fut__sem_release_slow(struct fut__sem *s)
@@ -151,17 +196,51 @@ void fut__sem_release_slow(struct fut__sem *s)
 #endif
 }
 
+/* The check of fut__sem_release_max, then the permits into the word. */
+static int add_checked(struct fut__sem *s, uintptr_t *st, uintptr_t n,
+                       uintptr_t max)
+{
+    do {
+        if (fut__sem_permits(s, *st) + n > max)
+            return FUT_EINVAL;
+        if (*st & FUT__SEM_WAITERS)
+            return FUT_EAGAIN;
+        /* Release: as fut__sem_release. */
+    } while (!fut__cas(&s->state, st, *st + n * FUT__SEM_ONE, FUT__RELEASE,
+                       FUT__RELAXED));
+    return 0;
+}
+
 int fut__sem_release_max(struct fut__sem *s, uintptr_t n, uintptr_t max)
 {
     uintptr_t st = fut__load(&s->state, FUT__RELAXED);
-    do {
-        if (fut__sem_permits(s, st) + n > max)
+    int r = add_checked(s, &st, n, max);
+    if (r != FUT_EAGAIN)
+        return r;
+    /* Waiters are queued: hand the permits over under the lock, where
+     * WAITERS cannot change (it is set and cleared only under it). */
+    fut__lock_acquire(&s->lock);
+    st = fut__load(&s->state, FUT__RELAXED);
+    struct fut__wakeset ws;
+    fut__wakeset_init(&ws);
+    if (st & FUT__SEM_WAITERS) {
+        if (fut__sem_permits(s, st) + n > max) {
+            fut__lock_release(&s->lock);
             return FUT_EINVAL;
-        /* Release: as fut__sem_release. */
-    } while (!fut__cas(&s->state, &st, st + n * FUT__SEM_ONE, FUT__RELEASE,
-                       FUT__RELAXED));
-    if (st & FUT__SEM_WAITERS)
-        fut__sem_release_slow(s);
+        }
+#ifdef FUT_MC_BUG_SEM_LOST_RELEASE
+        /* The permits stay in the word while waiters sleep. */
+        fut__fetch_add(&s->state, n * FUT__SEM_ONE, FUT__RELEASE);
+        fut__lock_release(&s->lock);
+        return 0;
+#endif
+        handoff_locked(s, n, &ws);
+    } else if ((r = add_checked(s, &st, n, max)) != 0) {
+        /* The queue emptied meanwhile; nobody can set WAITERS now. */
+        fut__lock_release(&s->lock);
+        return r;
+    }
+    assign_and_unlock_ws(s, &ws);
     return 0;
 }
 
@@ -208,9 +287,12 @@ void fut__semw_init(struct fut__wnode *w, uintptr_t n)
     w->aux = n;
 }
 
-/* Slow acquire: queue 'w' (or take the permits if that became possible). */
-static int enqueue(struct fut__sem *s, struct fut__wnode *w,
-                   struct fut_context *cx)
+/* Slow acquire: queue 'w' (or take the permits if that became possible).
+ * Out of line, as poll_queued: inlined, they made every poll of a granted
+ * waiter pay their register saves (callgrind, mutex_contended). */
+__attribute__((noinline)) static int enqueue(struct fut__sem *s,
+                                             struct fut__wnode *w,
+                                             struct fut_context *cx)
 {
     uintptr_t n = w->aux;
     fut__lock_acquire(&s->lock);
@@ -239,6 +321,15 @@ static int enqueue(struct fut__sem *s, struct fut__wnode *w,
     w->waker = fut_waker_clone(&cx->waker);
     fut__store(&w->st, (n << 2) | FUT__SEMW_QUEUED, FUT__RELAXED);
     fut__list_push_back(&s->waiters, &w->link);
+    if (fut__sem_permits(s, st) == 0) {
+        /* 'st' had WAITERS and no free permit: a release after it in the
+         * word's order sees WAITERS (only cleared under the lock we hold)
+         * and assigns once we unlock; one before it left nothing. So
+         * there is nothing to hand out now (the common case of a lock
+         * convoy: every locker queues behind a holder). */
+        fut__lock_release(&s->lock);
+        return FUT_PENDING;
+    }
     /* Permits may be free (a release raced with us): hand them out; this
      * may satisfy us at once (then our own waker is woken: harmless). */
     assign_and_unlock(s);
@@ -247,8 +338,9 @@ static int enqueue(struct fut__sem *s, struct fut__wnode *w,
 }
 
 /* A queued waiter polled again: refresh its waker under the lock. */
-static int poll_queued(struct fut__sem *s, struct fut__wnode *w,
-                       struct fut_context *cx)
+__attribute__((noinline)) static int poll_queued(struct fut__sem *s,
+                                                 struct fut__wnode *w,
+                                                 struct fut_context *cx)
 {
     struct fut_waker old = FUT_WAKER_NONE;
     fut__lock_acquire(&s->lock);
@@ -265,8 +357,8 @@ static int poll_queued(struct fut__sem *s, struct fut__wnode *w,
     return FUT_PENDING;
 }
 
-int fut__sem_poll(struct fut__sem *s, struct fut__wnode *w,
-                  struct fut_context *cx)
+static inline int sem_poll(struct fut__sem *s, struct fut__wnode *w,
+                           struct fut_context *cx)
 {
     /* Acquire: pairs with the release store of a granter / closer. */
     uintptr_t st = fut__load(&w->st, FUT__ACQUIRE);
@@ -291,6 +383,12 @@ int fut__sem_poll(struct fut__sem *s, struct fut__wnode *w,
     return enqueue(s, w, cx);
 }
 
+int fut__sem_poll(struct fut__sem *s, struct fut__wnode *w,
+                  struct fut_context *cx)
+{
+    return sem_poll(s, w, cx);
+}
+
 int fut__sem_poll_coop(struct fut__sem *s, struct fut__wnode *w,
                        struct fut_context *cx)
 {
@@ -301,7 +399,7 @@ int fut__sem_poll_coop(struct fut__sem *s, struct fut__wnode *w,
      * yields makes every other acquirer queue - a lock convoy). */
     if (fresh && !fut_coop_proceed(cx))
         return FUT_PENDING;
-    if (fut__sem_poll(s, w, cx) == FUT_PENDING)
+    if (sem_poll(s, w, cx) == FUT_PENDING)
         return FUT_PENDING;
     /* Granted from the queue: the grant is kept across a coop PENDING
      * (the next poll is READY at once; a drop hands it on). */
