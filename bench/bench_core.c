@@ -16,6 +16,8 @@
  * last sends, the driver awaits, and a send before the await is kept, as
  * Notify::notify_one keeps a permit.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "common.h"
@@ -808,6 +810,144 @@ static void run_idle_oneshot(struct fut_runtime *rt, const char *config)
     run_idle(rt, config, 1);
 }
 
+/* --------------------------------------------------------- xthread_wake */
+
+/* tokio peer: xthread_wake(): two threads, each blocked until the other
+ * wakes it, ping-pong over two Notify (a: wakes side A, b: wakes side B);
+ * side B loops XTHREAD_WARMUP + XTHREAD_N times { b.notified().await;
+ * a.notify_one() }, side A does XTHREAD_WARMUP untimed then XTHREAD_N
+ * timed { b.notify_one(); a.notified().await }; ns per round trip (= 2
+ * cross-thread wakes). ../shared/peers/baseline_c/xthread.c is the same
+ * loop on raw futexes / eventfds.
+ *
+ * Tokio runs the two sides as two current_thread runtimes on two
+ * threads; here they are two thread-affine tasks (fut_spawn_local) of one
+ * 2-worker runtime, one pinned to each worker, so every hop wakes the
+ * other, parked worker (config multi_thread_w2). Placing them: two placer
+ * tasks are spawned from this (non-worker) thread and meet - the first
+ * one to run keeps its worker busy until the second has started on the
+ * other worker - then each spawns its side with fut_spawn_local. */
+#define XTHREAD_N 200000
+#define XTHREAD_WARMUP 1000
+
+struct xt_shared {
+    struct fut_notify a, b;
+    atomic_int arrived;      /* placers started */
+    atomic_ulong thread[2];  /* pthread_self() of each placer */
+    struct fut_join side[2]; /* join handles of sides A and B */
+    int err[2];
+    const char *config;
+};
+
+/* Side A (timed) when 'a' is 1, side B otherwise. */
+struct xt_side {
+    struct fut_future base;
+    struct xt_shared *sh;
+    int is_a;
+    int i;
+    struct bench_meter m;
+    struct fut_notified n;
+};
+
+static int xt_side_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct xt_side *s = (struct xt_side *)f;
+    struct xt_shared *sh = s->sh;
+    FUT_BEGIN(f);
+    if (!s->is_a) {
+        for (s->i = 0; s->i < XTHREAD_WARMUP + XTHREAD_N; s->i++) {
+            fut_notified_init(&s->n, &sh->b);
+            FUT_AWAIT(f, &s->n);
+            fut_notify_one(&sh->a);
+        }
+    } else {
+        for (s->i = 0; s->i < XTHREAD_WARMUP; s->i++) {
+            fut_notify_one(&sh->b);
+            fut_notified_init(&s->n, &sh->a);
+            FUT_AWAIT(f, &s->n);
+        }
+        bench_meter_start(&s->m);
+        for (s->i = 0; s->i < XTHREAD_N; s->i++) {
+            fut_notify_one(&sh->b);
+            fut_notified_init(&s->n, &sh->a);
+            FUT_AWAIT(f, &s->n);
+        }
+        bench_report(&s->m, "xthread_wake", sh->config, XTHREAD_N,
+                     "ns/roundtrip", "");
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(xt_side_vt, "xthread_wake.side", xt_side_poll, NULL);
+
+/* Placer k: waits (in its poll, setup only) until both placers run, so
+ * the two are on different workers, then pins side k to its worker. */
+struct xt_placer {
+    struct fut_future base;
+    struct xt_shared *sh;
+    int k;
+};
+
+static int xt_placer_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct xt_placer *p = (struct xt_placer *)f;
+    struct xt_shared *sh = p->sh;
+    (void)cx;
+    atomic_store(&sh->thread[p->k], (unsigned long)pthread_self());
+    atomic_fetch_add(&sh->arrived, 1);
+    int64_t t0 = bench_now_ns();
+    while (atomic_load(&sh->arrived) < 2) {
+        BENCH_CHECK(bench_now_ns() - t0 < 10 * 1000000000ll,
+                    "xthread_wake: the second worker never started");
+        sched_yield();
+    }
+    struct xt_side s;
+    fut_future_init(&s.base, &xt_side_vt);
+    s.sh = sh;
+    s.is_a = p->k == 0;
+    s.i = 0;
+    sh->err[p->k] = fut_spawn_local(&s, sizeof s, &sh->side[p->k]);
+    return FUT_READY;
+}
+
+static const struct fut_future_vtable xt_placer_vt = {
+    xt_placer_poll, NULL, "xthread_wake.placer", NULL};
+
+static void run_xthread_wake(struct fut_runtime *rt, const char *config)
+{
+    static struct xt_shared sh; /* outlives every task */
+    fut_notify_init(&sh.a);
+    fut_notify_init(&sh.b);
+    atomic_init(&sh.arrived, 0);
+    sh.config = config;
+    struct fut_join pj[2];
+    for (int k = 0; k < 2; k++) {
+        struct xt_placer p;
+        fut_future_init(&p.base, &xt_placer_vt);
+        p.sh = &sh;
+        p.k = k;
+        BENCH_CHECK(fut_spawn(rt, &p, sizeof p, &pj[k]) == 0,
+                    "xthread_wake: spawn of a placer failed");
+    }
+    for (int k = 0; k < 2; k++) {
+        BENCH_CHECK(fut_block_on(rt, &pj[k].base) == 0 && pj[k].result == 0,
+                    "xthread_wake: placer %d did not complete", k);
+        fut_drop(&pj[k].base);
+    }
+    BENCH_CHECK(sh.err[0] == 0 && sh.err[1] == 0,
+                "xthread_wake: fut_spawn_local: %s",
+                fut_strerror(sh.err[0] ? sh.err[0] : sh.err[1]));
+    BENCH_CHECK(atomic_load(&sh.thread[0]) != atomic_load(&sh.thread[1]),
+                "xthread_wake: both sides on one worker");
+    for (int k = 0; k < 2; k++) {
+        BENCH_CHECK(fut_block_on(rt, &sh.side[k].base) == 0 &&
+                        sh.side[k].result == 0,
+                    "xthread_wake: side %d did not complete", k);
+        fut_drop(&sh.side[k].base);
+    }
+    fut_notify_fini(&sh.a);
+    fut_notify_fini(&sh.b);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const struct bench_entry benches[] = {
@@ -819,6 +959,7 @@ static const struct bench_entry benches[] = {
     {"oneshot_local", "ct mt2", run_oneshot_local},
     {"idle_task_pending", "ct mt2", run_idle_pending},
     {"idle_task_oneshot", "ct mt2", run_idle_oneshot},
+    {"xthread_wake", "mt2", run_xthread_wake},
 };
 
 int main(int argc, char **argv)

@@ -11,12 +11,17 @@ is summarized over its runs by the median, min..max and the spread
 The ratio table has one row per check: a fut row (bench, config) against
 its reference, median over median. The reference of a fut row is the Tokio
 peer in the same config (current_thread, multi_thread_w2), except:
-  xthread_wake        the C futex floor (c_baseline futex)
+  xthread_wake        the C futex floor (c_baseline futex); Tokio's
+                      2x_current_thread and the eventfd floor follow as
+                      rows without a target
   tcp_echo, http_wrk  the best of every Tokio config and libuv (rates:
                       higher is better, so the target is a floor)
 plus the secondary checks the issues ask for (mpsc against Go's channels,
 timers' peak RSS against libuv's, idle-task bytes minus the future's own
 size). 'met' compares the ratio with the issue's target; '-' = no target.
+'paired' is the median of the per-rep ratios (the i-th fut run over the
+i-th reference run, from the same rep): a check on the ratio of medians
+when the machine's load changes between reps.
 --missing names benchmarks the peers have and fut does not (yet); they are
 listed under the table.
 """
@@ -152,11 +157,22 @@ def ratio_rows(rows):
         else:
             target = RATIO_TARGETS.get((bench, config))
         out.append(check_row(bench, config, unit, cell(runs), fm, label,
-                             ref, target, rate))
+                             ref, target, rate, fut_runs=runs))
         if bench.startswith("mpsc_") and config in GO_CONFIG:
             go = rows.get((bench, "go", GO_CONFIG[config]))
             out.append(check_row(bench, config, unit, cell(runs), fm,
-                                 f"go {GO_CONFIG[config]}", go, 1.0, False))
+                                 f"go {GO_CONFIG[config]}", go, 1.0, False,
+                                 fut_runs=runs))
+        if bench == "xthread_wake":
+            # For comparison (no target): Tokio's two current_thread
+            # runtimes on two threads, and the eventfd floor its wakes
+            # (epoll) correspond to.
+            for peer, cfg in (("tokio", "2x_current_thread_notify"),
+                              ("c_baseline", "eventfd_epoll")):
+                out.append(check_row(bench, config, unit, cell(runs), fm,
+                                     f"{peer} {cfg}",
+                                     rows.get((bench, peer, cfg)), None,
+                                     False, fut_runs=runs))
         if bench == "timers":
             uv = rows.get((bench, "libuv", "default_loop"))
             fr = median(runs, "maxrss_kb")
@@ -173,14 +189,25 @@ def ratio_rows(rows):
                 target = f"<= {IDLE_OVERHEAD_MAX:.0f} B"
                 met = "yes" if over <= IDLE_OVERHEAD_MAX else "no"
             out.append([bench, config, f"bytes/task - future ({fmt(fb)} B)",
-                        fmt(over), "absolute", "", "", target, met])
+                        fmt(over), "absolute", "", "", "", target, met])
     return out
 
 
+def paired(fut_runs, ref):
+    """Median of the per-rep ratios fut_i / ref_i: run.sh runs rep-major,
+    so the i-th run of each row comes from the same rep, minutes apart at
+    most; on a noisy machine this cancels load that moves between reps.
+    None unless both have the same number (>= 2) of runs."""
+    a, b = num(fut_runs or [], "value"), num(ref or [], "value")
+    if len(a) < 2 or len(a) != len(b) or not all(b):
+        return None
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
 def check_row(bench, config, unit, fut_cell, fut_med, label, ref, target,
-              rate, field="value"):
+              rate, field="value", fut_runs=None):
     if not ref:
-        return [bench, config, unit, fut_cell, label, "(no run)", "-",
+        return [bench, config, unit, fut_cell, label, "(no run)", "-", "-",
                 fmt_target(target, rate), "-"]
     rm = median(ref, field)
     ref_cell = cell(ref) if field == "value" else fmt(rm)
@@ -188,8 +215,10 @@ def check_row(bench, config, unit, fut_cell, fut_med, label, ref, target,
     met = "-"
     if target is not None and ratio is not None:
         met = "yes" if (ratio >= target if rate else ratio <= target) else "no"
+    pr = paired(fut_runs, ref) if field == "value" else None
     return [bench, config, unit, fut_cell, label, ref_cell,
             f"{ratio:.2f}" if ratio is not None else "-",
+            f"{pr:.2f}" if pr is not None else "-",
             fmt_target(target, rate), met]
 
 
@@ -239,7 +268,7 @@ def main():
     rows = parse(args)
     print("## fut / reference (medians; [spread] = (max - min) / median)\n")
     print_table(["bench", "config", "unit", "fut", "reference", "ref",
-                 "fut / ref", "target", "met"], ratio_rows(rows))
+                 "fut / ref", "paired", "target", "met"], ratio_rows(rows))
     if missing.split():
         print(f"\nNot in fut yet (no row): {', '.join(missing.split())}")
     details(rows)
