@@ -238,10 +238,17 @@ static void io_release(struct fut__io *io)
     io->drv = NULL;
     take_wakers(io, &r, &w);
     fut__mutex_unlock(&io->lock);
-    if (d) {
-        /* Unregister explicitly: a forked child may keep the open file
-         * description (and so its epoll registration) alive. */
+    /* Unregister explicitly: a forked child may keep the open file
+     * description (and so its epoll registration) alive. */
+    if (d)
         fut__backend_update(&d->be, io->fd, io, 0);
+    if (io->restore_fl >= 0)
+        fut__sys_fcntl_fl(io->fd, io->restore_fl);
+    if (!io->borrowed)
+        fut__sys_close(io->fd);
+    if (d) {
+        /* Last touch of 'io': once on the release list, the next park (on
+         * any worker) may free it. */
         fut__mutex_lock(&d->lock);
         if (io->prev)
             io->prev->next = io->next;
@@ -254,10 +261,6 @@ static void io_release(struct fut__io *io)
         d->release = io;
         fut__mutex_unlock(&d->lock);
     }
-    if (io->restore_fl >= 0)
-        fut__sys_fcntl_fl(io->fd, io->restore_fl);
-    if (!io->borrowed)
-        fut__sys_close(io->fd);
     fut_waker_drop(&r);
     fut_waker_drop(&w);
     if (!d)
