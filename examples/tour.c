@@ -10,7 +10,11 @@
  *   5. a stream mapped, filtered and folded
  *   6. timers: a sleep, and a timeout that drops its inner future
  *   7. sockets: a TCP echo over loopback between two tasks
- *   8. the runtime's counters
+ *   8. a pipeline: producers -> mpsc -> workers -> broadcast
+ *      (tour_pipeline.c)
+ *   9. task scopes, cancel tokens, the task dump, graceful shutdown
+ *      (tour_scope.c)
+ *  10. the runtime's counters
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include <fut.h>
 
 static int failures;
+int tour_scope(struct fut_runtime *rt);
 
 #define CHECK(cond)                                                           \
     do {                                                                      \
@@ -456,9 +461,10 @@ int main(void)
     tour_stream(rt);
     tour_timers(rt);
     tour_sockets(rt);
-    section("a pipeline: producers -> mpsc -> workers -> broadcast");
+    section("8. a pipeline: producers -> mpsc -> workers -> broadcast");
     CHECK(tour_pipeline() == 0); /* examples/tour_pipeline.c */
-    section("8. the runtime's counters");
+    failures += tour_scope(rt); /* examples/tour_scope.c */
+    section("10. the runtime's counters");
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);
     printf("   tasks spawned %llu, alive %llu, polls %llu, parks %llu\n",

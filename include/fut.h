@@ -16,6 +16,8 @@
 #include "fut/time.h"
 #include "fut/io.h"
 #include "fut/net.h"
+#include "fut/cancel.h"
+#include "fut/scope.h"
 #include "fut/testing.h"
 
 #endif /* FUT_H */

@@ -174,6 +174,21 @@ int fut__mt_workers(struct fut__sched *s);
 int fut__mt_worker_stats(struct fut__sched *s, int worker,
                          struct fut_rt_stats *out);
 
+/* ------------------------------------------------- task dumps (dump.c) */
+
+/* Calls fn(ud, t, deep) for every live task of 's', one call at a time,
+ * from a thread that owns the list 't' is on; deep = 1 while no other
+ * thread polls any task (the await trees may be walked), 0 for names
+ * only. Each returns FUT__NOT_THIS_SCHED when 's' is not its kind of
+ * scheduler; else 0, FUT_EINVAL (the caller does not run 's'), FUT_EBUSY
+ * (another dump runs), FUT_ENOMEM, or FUT_ETIMEDOUT (a worker did not
+ * answer in time: its tasks are missing, the others were listed with
+ * deep = 0). */
+#define FUT__NOT_THIS_SCHED 1
+typedef void (*fut__each_task_fn)(void *ud, struct fut_task *t, int deep);
+int fut__ct_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud);
+int fut__mt_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud);
+
 /* ---------------------------------------------------------- runtime.c */
 
 /* block_on without a runtime: polls 'f' with a thread-parking waker. */

@@ -517,3 +517,22 @@ void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
     out->parks = fut__load(&c->n_parks, FUT__RELAXED);
     out->budget_yields = fut__load(&c->n_budget, FUT__RELAXED);
 }
+
+/* ------------------------------------------------------------ task dump */
+
+/* Task dumps (rt_internal.h): the live list belongs to the runtime thread,
+ * so only that thread may walk it; every task is idle or queued while it
+ * does (the caller is the only poll running), and other threads' aborts
+ * only queue (drop_here is NULL): deep. Tasks spawned from other threads
+ * and not taken off the remote queue yet are not listed. */
+int fut__ct_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud)
+{
+    struct ct_sched *c = ct_of(s);
+    if (s->vt != &ct_vt)
+        return FUT__NOT_THIS_SCHED;
+    if (fut__tls_sched != s)
+        return FUT_EINVAL;
+    for (struct fut_task *t = c->owned; t; t = t->owned_next)
+        fn(ud, t, 1);
+    return 0;
+}

@@ -1,0 +1,236 @@
+/* The await-tree dump (fut_runtime_dump, include/fut/scope.h).
+ *
+ * Every future records the child it awaits ('awaiting') or lists its
+ * children ('children'), so a task's await chain can be walked from its
+ * top future. The scheduler's fut__ct_each_task / fut__mt_each_task hand us every live task, one
+ * call at a time, on a thread that owns the task's list (see the ops of
+ * sched_current.c and sched_multi.c); with deep = 1 no other thread polls
+ * any task meanwhile, so the chains hold still while we read them.
+ *
+ * Two phases (STYLE: collect, then act): inside each_task every task is
+ * rendered into a record (text, and the task owning its scope, if it is
+ * a scope's child); after it returned - the runtime runs again - the
+ * records are printed as a tree: scope children under the task that
+ * polls their scope. No task is touched in the second phase.
+ *
+ * What stays racy, and why that is acceptable:
+ *   - an abort of an idle task from a thread that is not a worker (a
+ *     join handle dropped on a block_on thread, fut_scope_cancel from a
+ *     foreign thread) drops it in place and may run while we walk it: the
+ *     walk then reads a future being dropped. Futures are never freed by
+ *     their drop (the task memory stays until its last reference, which
+ *     the task list holds), so the reads stay inside live memory; a
+ *     pointer read mid-drop can be stale, which is why the walk stops at
+ *     futures marked DROPPED and bounds its depth. A dump is a
+ *     diagnostic; this window needs a foreign-thread abort during it;
+ *   - the scope owner recorded by a scope poll is read relaxed: a scope
+ *     that changed hands may be shown under its previous owner.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt/rt_internal.h"
+#include "scope/scope_internal.h"
+
+#define MAX_DEPTH 12
+#define MAX_KIDS 8
+#define REC_TEXT 1024
+
+struct rec {
+    struct fut_task *task;
+    struct fut_task *parent; /* owner of the scope it is a child of */
+    char *text;
+    size_t len;
+    int printed;
+};
+
+struct out {
+    char *buf;
+    size_t len, pos; /* pos may run past len: the length needed */
+};
+
+static void outf(struct out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void outf(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->pos < o->len ? o->len - o->pos : 0;
+    int n = vsnprintf(room ? o->buf + o->pos : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->pos += (size_t)n;
+}
+
+struct ctx {
+    struct rec *recs;
+    size_t n, cap;
+    int oom;
+};
+
+static void walk(struct out *o, struct fut_future *f, int depth);
+
+/* The futures 'f' waits on, one level below 'depth'. */
+static void walk_kids(struct out *o, struct fut_future *f, int depth)
+{
+    if (f->flags & FUT_F_DROPPED)
+        return;
+    if (f->vt->children) {
+        struct fut_future *kids[MAX_KIDS];
+        size_t n = f->vt->children(f, kids, MAX_KIDS);
+        for (size_t i = 0; i < n && i < MAX_KIDS; i++)
+            walk(o, kids[i], depth + 1);
+        if (n > MAX_KIDS)
+            outf(o, "%*s(+%zu more)\n", 2 * (depth + 1), "", n - MAX_KIDS);
+    } else if (f->awaiting) {
+        walk(o, f->awaiting, depth + 1);
+    }
+}
+
+static void walk(struct out *o, struct fut_future *f, int depth)
+{
+    if (!f || !f->vt)
+        return;
+    if (depth > MAX_DEPTH) {
+        outf(o, "%*s...\n", 2 * depth, "");
+        return;
+    }
+    char desc[160];
+    if (fut__scope_describe(f, desc, sizeof desc)) {
+        outf(o, "%*s%s\n", 2 * depth, "", desc);
+        return; /* its children are tasks: listed under this task */
+    }
+    int done_child = 0;
+    if (fut__scope_of_child(f, &done_child)) {
+        /* The wrapper of a scope child: show the user's future only. */
+        struct fut_future *k[1];
+        if (f->vt->children(f, k, 1) == 1)
+            walk(o, k[0], depth);
+        return;
+    }
+    const char *name = f->vt->name ? f->vt->name : "?";
+    outf(o, "%*s%s%s\n", 2 * depth, "", name,
+         (f->flags & FUT_F_READY) ? " [ready]" : "");
+    walk_kids(o, f, depth);
+}
+
+/* Inside each_task: render task 't'. */
+static void collect(void *ud, struct fut_task *t, int deep)
+{
+    struct ctx *c = ud;
+    struct fut_join view;
+    fut__join_init(&view, t); /* borrows the list's reference */
+    if (fut_join_is_finished(&view))
+        return; /* completed elsewhere, not unlinked yet */
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        struct rec *r = fut__alloc(cap * sizeof *r);
+        if (!r) {
+            c->oom = 1;
+            return;
+        }
+        if (c->n)
+            memcpy(r, c->recs, c->n * sizeof *r);
+        if (c->recs)
+            fut__free(c->recs, c->cap * sizeof *r);
+        c->recs = r;
+        c->cap = cap;
+    }
+    char text[REC_TEXT];
+    struct out o = {text, sizeof text, 0};
+    struct fut_future *top = fut__task_future(t);
+    int done = 0;
+    struct fut_scope *sc = fut__scope_of_child(top, &done);
+    struct fut_future *shown = top;
+    struct fut_future *k[1];
+    if (sc && top->vt->children(top, k, 1) == 1)
+        shown = k[0];
+    outf(&o, "task %p '%s'", (void *)t,
+         shown->vt->name ? shown->vt->name : "?");
+#ifdef FUT_DEBUG
+    outf(&o, " spawned at %s:%d", t->spawn_file, t->spawn_line);
+#endif
+    if (sc)
+        outf(&o, " (child of scope %p)", (void *)sc);
+    outf(&o, "\n");
+    if (deep)
+        walk_kids(&o, shown, 0);
+    size_t len = o.pos < sizeof text ? o.pos : sizeof text - 1;
+    char *copy = fut__alloc(len + 1);
+    if (!copy) {
+        c->oom = 1;
+        return;
+    }
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    struct rec *r = &c->recs[c->n++];
+    r->task = t;
+    r->parent = sc ? fut__scope_owner(sc) : NULL;
+    r->text = copy;
+    r->len = len;
+    r->printed = 0;
+}
+
+static void print_rec(struct out *o, struct ctx *c, struct rec *r, int depth)
+{
+    r->printed = 1;
+    const char *p = r->text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        outf(o, "%*s%.*s\n", 2 * depth, "", (int)n, p);
+        p += n + (nl ? 1 : 0);
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->recs[i].printed && c->recs[i].parent == r->task)
+            print_rec(o, c, &c->recs[i], depth + 1);
+}
+
+static int has_parent(struct ctx *c, struct rec *r)
+{
+    if (!r->parent)
+        return 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->recs[i].task == r->parent && &c->recs[i] != r)
+            return 1;
+    return 0;
+}
+
+long fut_runtime_dump(struct fut_runtime *rt, char *buf, size_t len)
+{
+    struct fut__sched *s = fut__tls_sched;
+    if (!s || (rt && s->rt != rt))
+        return FUT_EINVAL;
+    struct ctx c = {NULL, 0, 0, 0};
+    int r = fut__ct_each_task(s, collect, &c);
+    if (r == FUT__NOT_THIS_SCHED)
+        r = fut__mt_each_task(s, collect, &c);
+    if (r == FUT__NOT_THIS_SCHED)
+        return FUT_EINVAL;
+    if (r != 0 && r != FUT_ETIMEDOUT) {
+        FUT_ASSERT(c.n == 0);
+        return r;
+    }
+    struct out o = {buf, len, 0};
+    if (len)
+        buf[0] = 0;
+    outf(&o, "fut task dump: %zu tasks%s%s\n", c.n,
+         r == FUT_ETIMEDOUT ? " (a worker did not answer: its tasks are "
+                              "missing, names only)"
+                            : "",
+         c.oom ? " (out of memory: some tasks missing)" : "");
+    for (size_t i = 0; i < c.n; i++)
+        if (!c.recs[i].printed && !has_parent(&c, &c.recs[i]))
+            print_rec(&o, &c, &c.recs[i], 0);
+    for (size_t i = 0; i < c.n; i++)
+        if (!c.recs[i].printed) /* a cycle of stale owners: flat */
+            print_rec(&o, &c, &c.recs[i], 0);
+    for (size_t i = 0; i < c.n; i++)
+        fut__free(c.recs[i].text, c.recs[i].len + 1);
+    if (c.recs)
+        fut__free(c.recs, c.cap * sizeof *c.recs);
+    if (len && o.pos >= len)
+        buf[len - 1] = 0;
+    return (long)o.pos;
+}
