@@ -12,7 +12,8 @@
  * Request bodies (Content-Length) are skipped; chunked bodies get 501.
  * "Connection: close" and HTTP/1.0 without keep-alive close after the
  * response. SIGINT/SIGTERM: stop accepting, let open connections finish
- * for up to 5 s, exit 0.
+ * for up to 5 s, exit 0. SIGUSR1: print the await tree of every task (the
+ * task dump, fut_runtime_dump) on stderr.
  */
 #include <ctype.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #define IDLE_NS (10LL * 1000 * 1000 * 1000)
 #define GRACE_NS (5LL * 1000 * 1000 * 1000)
 #define POLL_NS (10LL * 1000 * 1000)
+#define DUMP_BYTES (256 * 1024)
 
 static atomic_long live;
 
@@ -284,6 +286,40 @@ static int acceptor_poll(struct fut_future *f, struct fut_context *cx)
 }
 FUT_ASYNC_VTABLE(acceptor_vt, "acceptor", acceptor_poll, NULL);
 
+/* ------------------------------------------------------------ task dump */
+
+/* SIGUSR1: prints the await tree of every task on stderr. Runs until the
+ * server drops it at shutdown. */
+struct dumper {
+    struct fut_future base;
+    struct fut_io *sig;
+    struct fut_signal_recv rx;
+};
+
+static int dumper_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct dumper *d = (struct dumper *)f;
+    FUT_BEGIN(f);
+    for (;;) {
+        fut_signal_recv_init(&d->rx, d->sig);
+        FUT_AWAIT(f, &d->rx);
+        if (d->rx.result < 0)
+            break;
+        {
+            char *buf = malloc(DUMP_BYTES);
+            if (buf) {
+                long n = fut_runtime_dump(NULL, buf, DUMP_BYTES);
+                if (n >= 0)
+                    fprintf(stderr, "%s%s", buf,
+                            n >= DUMP_BYTES ? "...(truncated)\n" : "");
+                free(buf);
+            }
+        }
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(dumper_vt, "sigusr1_dumper", dumper_poll, NULL);
+
 /* ------------------------------------------------------------------ main */
 
 struct server {
@@ -291,6 +327,7 @@ struct server {
     struct fut_io *sig;
     struct fut_io *listener;
     struct fut_join acceptor;
+    struct fut_join dumper;
     struct fut_signal_recv rx;
     struct fut_sleep pause;
     int64_t deadline;
@@ -304,6 +341,7 @@ static int server_poll(struct fut_future *f, struct fut_context *cx)
     FUT_AWAIT(f, &s->rx);
     fprintf(stderr, "http_hello: signal %d: shutting down\n", s->rx.signo);
     fut_drop(&s->acceptor.base);
+    fut_drop(&s->dumper.base);
     fut_io_close(s->listener);
     s->listener = NULL;
     s->deadline = fut_time_now() + GRACE_NS;
@@ -337,10 +375,15 @@ int main(int argc, char **argv)
     }
     if (port < 0 || port > 65535 || workers < 0)
         return usage();
-    int sigs[2] = {SIGINT, SIGTERM};
+    int sigs[2] = {SIGINT, SIGTERM}, usr1 = SIGUSR1;
     struct server srv;
     memset(&srv, 0, sizeof srv);
+    /* Signals first: threads started later inherit the blocked mask. */
+    struct dumper d;
+    fut_future_init(&d.base, &dumper_vt);
     int r = fut_signal_open(sigs, 2, &srv.sig);
+    if (r == 0)
+        r = fut_signal_open(&usr1, 1, &d.sig);
     if (r < 0) {
         fprintf(stderr, "http_hello: signals: %s\n", fut_strerror(r));
         return 1;
@@ -376,6 +419,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "http_hello: spawn: %s\n", fut_strerror(r));
         return 1;
     }
+    r = fut_spawn(rt, &d, sizeof d, &srv.dumper);
+    if (r < 0) {
+        fprintf(stderr, "http_hello: SIGUSR1 dump: %s\n", fut_strerror(r));
+        return 1;
+    }
     fprintf(stderr, "http_hello: listening on %s:%d (%s)\n", host, port,
             workers ? "multi-thread" : "current-thread");
     fut_future_init(&srv.base, &server_vt);
@@ -385,5 +433,6 @@ int main(int argc, char **argv)
     if (srv.listener)
         fut_io_close(srv.listener);
     fut_io_close(srv.sig);
+    fut_io_close(d.sig);
     return 0;
 }
