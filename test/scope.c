@@ -1078,6 +1078,88 @@ START_TEST(harness)
 }
 END_TEST
 
+/* ------------------------------------------------- rounds_reuse_memory */
+
+/* Rounds of a scope of RR_N trivial children, all in one task that never
+ * yields between rounds (scope_join's shape): the tasks of a round, which
+ * mostly finish on the other worker, must be freed and their memory used
+ * again by the next round - allocations through the hook (the task slabs'
+ * chunks among them) stay bounded: at most one round's worth per worker
+ * (the owner may move to the other worker, whose slab then serves it). */
+#define RR_N 5000
+#define RR_ROUNDS 12
+
+struct rr_kid {
+    struct fut_future base;
+};
+
+static int rr_kid_poll(struct fut_future *f, struct fut_context *cx)
+{
+    (void)f;
+    (void)cx;
+    return FUT_READY;
+}
+static const struct fut_future_vtable rr_kid_vt = {rr_kid_poll, NULL,
+                                                   "rr_kid", NULL};
+
+struct rr_owner {
+    struct fut_future base;
+    struct fut_scope scope;
+    struct fut_scope_next next;
+    int round, i, err;
+    long records;
+    long live0;
+    long live[RR_ROUNDS];
+};
+
+static int rr_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct rr_owner *o = (struct rr_owner *)f;
+    FUT_BEGIN(f);
+    o->live0 = fut_alloc_live();
+    for (o->round = 0; o->round < RR_ROUNDS; o->round++) {
+        fut_scope_init(&o->scope, NULL, FUT_SCOPE_FAIL_FAST);
+        for (o->i = 0; o->i < RR_N; o->i++) {
+            struct rr_kid k;
+            fut_future_init(&k.base, &rr_kid_vt);
+            if (fut_scope_spawn(&o->scope, &k, sizeof k, NULL) != 0)
+                o->err++;
+        }
+        for (;;) {
+            fut_scope_next_init(&o->next, &o->scope);
+            FUT_AWAIT(f, &o->next);
+            if (!o->next.has)
+                break;
+            o->records++;
+        }
+        fut_drop(&o->scope.base);
+        o->live[o->round] = fut_alloc_live();
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(rr_vt, "rr_owner", rr_poll, NULL);
+
+START_TEST(rounds_reuse_memory)
+{
+    struct fut_runtime *rt = fut_test_rt();
+    static struct rr_owner o;
+    memset(&o, 0, sizeof o);
+    fut_future_init(&o.base, &rr_vt);
+    run_task(rt, &o, sizeof o);
+    ASSERT_EQ(o.err, 0);
+    ASSERT_EQ(o.records, (long)RR_N * RR_ROUNDS);
+    /* One round's tasks take ~20 chunks; without reuse each round adds
+     * that much again (12 rounds: ~240). */
+    long round1 = o.live[0] - o.live0;
+    ck_assert_msg(o.live[RR_ROUNDS - 1] <= o.live0 + 2 * round1 + 4,
+                  "allocations: %ld before, %ld after round 1, %ld after "
+                  "round %d", o.live0, o.live[0], o.live[RR_ROUNDS - 1],
+                  RR_ROUNDS);
+    fut_drop(&o.base);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("scope");
@@ -1095,5 +1177,7 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "stream"), stream);
     tcase_add_test(fut_test_tcase(s, "harness"), harness);
     tcase_add_test(fut_test_tcase(s, "dump"), dump);
+    tcase_add_test(fut_test_tcase(s, "rounds_reuse_memory"),
+                   rounds_reuse_memory);
     return fut_test_run(s);
 }

@@ -4,6 +4,6 @@
 # stream, drop at every PENDING.
 set(SCOPE_CASES join_basic drop_idle drop_running woken_during_cancel
   fail_fast supervise nested3 spawn_tree cancel_foreign token_graceful
-  stream harness dump)
+  stream harness dump rounds_reuse_memory)
 fut_check_test(scope CASES ${SCOPE_CASES} MT_CASES ${SCOPE_CASES}
   TIMEOUT 120)
