@@ -112,9 +112,12 @@ int fut__timer_arm(struct fut__iodrv *d, struct fut__timer *t,
     t->waker = fut_waker_clone(w);
     fut__store(&t->state, FUT__TIMER_ARMED, FUT__RELAXED);
     int kick = t->e.when < d->sleep_tick;
+    int drive = fut__iodrv_claim_interest(d);
     fut__mutex_unlock(&d->lock);
     if (kick)
         fut__iodrv_unpark(d);
+    if (drive)
+        fut__iodrv_interest(d);
     return 0;
 }
 
@@ -267,8 +270,10 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     int64_t ns = may_advance ? 0
                              : wait_ns(d, timeout_ns,
                                        d->paused ? UINT64_MAX : next);
-    if (ns != 0)
+    if (ns != 0) {
         d->sleep_tick = next;
+        d->undriven = 0; /* driven now: no 'interest' calls needed */
+    }
     fut__mutex_unlock(&d->lock);
     fut__io_reap(dead);
 
@@ -333,7 +338,26 @@ static void drv_free(struct fut__driver *b)
     fut__free(d, sizeof *d);
 }
 
-static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark, drv_free};
+static int drv_idle(struct fut__driver *b)
+{
+    struct fut__iodrv *d = drv_of(b);
+    fut__mutex_lock(&d->lock);
+    int idle = !d->paused && !d->ios && !d->release &&
+               fut__wheel_next(&d->wheel) == UINT64_MAX;
+    if (idle)
+        d->undriven = 1;
+    fut__mutex_unlock(&d->lock);
+    return idle;
+}
+
+void fut__iodrv_interest(struct fut__iodrv *d)
+{
+    if (d->base.interest)
+        d->base.interest(&d->base, d->base.interest_ud);
+}
+
+static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark, drv_free,
+                                             drv_idle};
 
 int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
                     struct fut__driver **out)

@@ -124,6 +124,7 @@ struct fut__iodrv {
     fut__mutex lock;         /* guards the fields below */
     struct fut__wheel wheel;
     uint64_t sleep_tick;     /* tick a blocking wait ends at, or MAX */
+    int undriven;            /* 'idle' said 1; no blocking park since */
     struct fut__io *ios;     /* registered fds */
     struct fut__io *release; /* closed fds, freed at the next turn */
     struct fut__pool *pool;  /* the blocking pool */
@@ -141,6 +142,21 @@ static inline struct fut__iodrv *fut__iodrv_current(void)
 int64_t fut__iodrv_now(struct fut__iodrv *d);
 /* Makes a park in progress return (any thread). */
 void fut__iodrv_unpark(struct fut__iodrv *d);
+
+/* Under d->lock, when a registration or an armed timer gives an idle
+ * driver something to wait for: 1 when the caller must call
+ * fut__iodrv_interest once it released the lock. */
+static inline int fut__iodrv_claim_interest(struct fut__iodrv *d)
+{
+    if (!d->undriven)
+        return 0;
+    d->undriven = 0;
+    return 1;
+}
+
+/* Tells the scheduler (fut__driver.interest) that the driver has
+ * something to wait for now. Not under d->lock. */
+void fut__iodrv_interest(struct fut__iodrv *d);
 
 /* -------------------------------------------------------------- reactor */
 

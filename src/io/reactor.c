@@ -84,8 +84,11 @@ static int io_register(struct fut__io *io)
     if (d->ios)
         d->ios->prev = io;
     d->ios = io;
+    int drive = fut__iodrv_claim_interest(d);
     fut__mutex_unlock(&d->lock);
     io->drv = d;
+    if (drive)
+        fut__iodrv_interest(d); /* takes no fd lock: fine under ours */
     return 0;
 }
 

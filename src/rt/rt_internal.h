@@ -73,9 +73,20 @@ struct fut__driver_vt {
     void (*unpark)(struct fut__driver *d);
     /* Shutdown, after every task was dropped. */
     void (*free)(struct fut__driver *d);
+    /* For a scheduler whose parkers may sleep elsewhere (multi-thread):
+     * returns 1 when nothing but an unpark could end a park in the driver
+     * (no fd registered, no timer armed, no closed fd to reap). Until the
+     * next blocking park, the first fd registration or timer arm then
+     * calls 'interest' (after the driver's lock is released), so that a
+     * sleeper comes to drive it. Any thread. */
+    int (*idle)(struct fut__driver *d);
 };
 struct fut__driver {
     const struct fut__driver_vt *vt;
+    /* Set by the scheduler after creation (NULL: never called); see
+     * 'idle'. Called from the thread that registers or arms. */
+    void (*interest)(struct fut__driver *d, void *ud);
+    void *interest_ud;
 };
 
 struct fut__sched {

@@ -363,6 +363,15 @@ static void driver_unlock(struct mt_sched *m)
 
 static void notify_parked(struct mt_sched *m);
 
+/* fut__driver.interest: the idle driver got an fd or a timer while
+ * every parker might be asleep on its futex; wake one (if nobody
+ * searches: a searcher parks later and takes the driver itself). */
+static void driver_interest(struct fut__driver *d, void *ud)
+{
+    (void)d;
+    notify_parked((struct mt_sched *)ud);
+}
+
 /* Sleeps until unparked or 'timeout_ns' (-1: none) passed; in the driver
  * when 'use_driver' and nobody else holds it (the driver then dispatches
  * I/O and timers, waking tasks into this worker's ring). */
@@ -375,6 +384,14 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         return;
     struct fut__driver *d = m->base.driver;
     int drv = use_driver && d && driver_trylock(m);
+    if (drv && d->vt->idle(d)) {
+        /* Nothing to wait for in epoll: sleep on our futex, which a
+         * cross-thread wake reaches for less than the driver's eventfd
+         * (xthread_wake). The first fd or timer from now on calls
+         * driver_interest, which wakes a sleeper to come and drive. */
+        driver_unlock(m);
+        drv = 0;
+    }
     uintptr_t e = P_EMPTY;
     if (!fut__cas(&w->pstate, &e, drv ? P_DRIVER : P_FUTEX, FUT__ACQ_REL,
                   FUT__ACQUIRE)) {
@@ -1659,6 +1676,10 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     if (!cfg->no_driver &&
         (r = fut__driver_new(&m->base, cfg, &m->base.driver)) != 0)
         goto fail_workers;
+    if (m->base.driver) {
+        m->base.driver->interest = driver_interest;
+        m->base.driver->interest_ud = m;
+    }
     *out = &m->base;
     return 0;
 fail_workers:
