@@ -96,6 +96,33 @@ static inline void fut__wnode_init(struct fut__wnode *n, uintptr_t st)
     n->aux = 0;
 }
 
+/* Under the primitive's lock: takes 'n' off its list (if it is on one)
+ * and takes its waker; the caller drops the waker after unlocking. */
+static inline struct fut_waker fut__wnode_unlink(struct fut__wnode *n)
+{
+    if (fut__list_linked(&n->link))
+        fut__list_remove(&n->link);
+    struct fut_waker old = n->waker;
+    n->waker.vt = 0;
+    return old;
+}
+
+/* Under the primitive's lock: queues 'n' at the back of 'waiters' with
+ * 'w' as its waker (kept when it would wake the same task). Returns the
+ * waker replaced, which the caller drops after unlocking. */
+static inline struct fut_waker fut__wnode_wait(struct fut__wnode *n,
+                                               struct fut__list *waiters,
+                                               const struct fut_waker *w)
+{
+    struct fut_waker old = FUT_WAKER_NONE;
+    if (!fut_waker_is_set(&n->waker) || !fut_waker_will_wake(&n->waker, w)) {
+        old = n->waker;
+        n->waker = fut_waker_clone(w);
+    }
+    fut__list_push_back(waiters, &n->link);
+    return old;
+}
+
 /* --------------------------------------------------------------- wakeset */
 
 /* Wakers taken out of nodes under a lock, woken after unlocking. The batch

@@ -217,12 +217,7 @@ static int changed_poll(struct fut_future *f, struct fut_context *cx)
         fut_waker_drop(&old);
         return FUT_READY;
     }
-    if (!fut_waker_is_set(&w->waker) ||
-        !fut_waker_will_wake(&w->waker, &cx->waker)) {
-        old = w->waker;
-        w->waker = fut_waker_clone(&cx->waker);
-    }
-    fut__list_push_back(&ch->waiters, &w->link);
+    old = fut__wnode_wait(w, &ch->waiters, &cx->waker);
     fut__lock_release(&ch->lock);
     fut_waker_drop(&old);
     return FUT_PENDING;
@@ -236,10 +231,7 @@ static void changed_drop(struct fut_future *f)
     if (!ch)
         return;
     fut__lock_acquire(&ch->lock);
-    if (fut__list_linked(&w->link))
-        fut__list_remove(&w->link);
-    struct fut_waker old = w->waker;
-    w->waker.vt = 0;
+    struct fut_waker old = fut__wnode_unlink(w);
     fut__lock_release(&ch->lock);
     fut_waker_drop(&old);
 }
