@@ -26,79 +26,11 @@ void fut__assert_fail(const char *expr, const char *file, int line)
     abort();
 }
 
-/* Test wakers (as model_cell.c): a refcounted task; wake = unpark. */
-struct task {
-    int tid;
-    int refs;
-};
-
-static const struct fut_waker_vtable task_vt;
-
-static struct task *task_of(const void *data)
-{
-    mc_assert(mc_block_live(data), "waker used after its last drop");
-    return (struct task *)data;
-}
-
-static void task_release(struct task *t)
-{
-    mc_assert(t->refs > 0, "waker dropped more often than cloned");
-    if (--t->refs == 0)
-        mc_free(t, L);
-}
-
-static struct fut_waker task_clone(const void *data)
-{
-    struct task *t = task_of(data);
-    t->refs++;
-    return (struct fut_waker){t, &task_vt};
-}
-
-static void task_wake(const void *data)
-{
-    struct task *t = task_of(data);
-    mc_unpark(t->tid);
-    task_release(t);
-}
-
-static void task_wake_by_ref(const void *data)
-{
-    mc_unpark(task_of(data)->tid);
-}
-
-static void task_drop(const void *data)
-{
-    task_release(task_of(data));
-}
-
-static const struct fut_waker_vtable task_vt = {task_clone, task_wake,
-                                                task_wake_by_ref, task_drop};
-
-/* One task per model thread, finished after every thread was joined (see
- * model_mpsc.c). */
-static struct task *tasks[MC_MAX_THREADS];
+#include "mc_tasks.h"
 
 static struct fut_context my_cx(void)
 {
-    int id = mc_self();
-    if (!tasks[id]) {
-        tasks[id] = mc_alloc(sizeof *tasks[id], L);
-        tasks[id]->tid = id;
-        tasks[id]->refs = 1;
-    }
-    struct fut_context cx;
-    fut_context_init(&cx, (struct fut_waker){tasks[id], &task_vt});
-    return cx;
-}
-
-static void tasks_finish(void)
-{
-    for (int i = 0; i < MC_MAX_THREADS; i++)
-        if (tasks[i]) {
-            mc_assert(tasks[i]->refs == 1, "a waker clone was leaked");
-            task_release(tasks[i]);
-            tasks[i] = NULL;
-        }
+    return task_cx(my_task());
 }
 
 /* Futures in mc_alloc'd blocks, not on model stacks (see model_mpsc.c). */
