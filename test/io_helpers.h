@@ -28,6 +28,32 @@ static inline struct fut_runtime *rt_make(int paused)
     return rt;
 }
 
+/* One read (peek: fut_io_peek) or one write_all of 'io', blocked on in
+ * 'rt'; returns the future's result. */
+static inline ssize_t io_block_read(struct fut_runtime *rt, struct fut_io *io,
+                                    void *buf, size_t n, int peek)
+{
+    struct fut_io_read r;
+    if (peek)
+        fut_io_peek_init(&r, io, buf, n);
+    else
+        fut_io_read_init(&r, io, buf, n);
+    ASSERT_EQ(fut_block_on(rt, &r.base), 0);
+    fut_drop(&r.base);
+    return r.result;
+}
+
+static inline ssize_t io_block_write_all(struct fut_runtime *rt,
+                                         struct fut_io *io, const void *buf,
+                                         size_t n)
+{
+    struct fut_io_write_all w;
+    fut_io_write_all_init(&w, io, buf, n);
+    ASSERT_EQ(fut_block_on(rt, &w.base), 0);
+    fut_drop(&w.base);
+    return w.result;
+}
+
 /* A waker that only counts its wakes (any thread). */
 struct count_waker {
     atomic_long wakes;

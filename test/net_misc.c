@@ -5,26 +5,6 @@
 
 #include "io_helpers.h"
 
-static ssize_t run_read(struct fut_runtime *rt, struct fut_io *io, void *buf,
-                        size_t n)
-{
-    struct fut_io_read r;
-    fut_io_read_init(&r, io, buf, n);
-    ASSERT_EQ(fut_block_on(rt, &r.base), 0);
-    fut_drop(&r.base);
-    return r.result;
-}
-
-static ssize_t run_write(struct fut_runtime *rt, struct fut_io *io,
-                         const void *buf, size_t n)
-{
-    struct fut_io_write_all w;
-    fut_io_write_all_init(&w, io, buf, n);
-    ASSERT_EQ(fut_block_on(rt, &w.base), 0);
-    fut_drop(&w.base);
-    return w.result;
-}
-
 START_TEST(udp_send_recv)
 {
     struct fut_runtime *rt = rt_make(0);
@@ -99,10 +79,10 @@ START_TEST(unix_stream_and_datagram)
     struct fut_io *sv = a.conn;
     fut_drop(&a.base);
     char buf[16];
-    ASSERT_EQ(run_write(rt, cl, "unix", 4), 4);
-    ASSERT_EQ(run_read(rt, sv, buf, sizeof buf), 4);
+    ASSERT_EQ(io_block_write_all(rt, cl, "unix", 4), 4);
+    ASSERT_EQ(io_block_read(rt, sv, buf, sizeof buf, 0), 4);
     fut_io_close(cl);
-    ASSERT_EQ(run_read(rt, sv, buf, sizeof buf), 0);
+    ASSERT_EQ(io_block_read(rt, sv, buf, sizeof buf, 0), 0);
     fut_io_close(sv);
     fut_io_close(l);
     unlink(path);
@@ -139,8 +119,8 @@ START_TEST(unix_stream_and_datagram)
     unlink(path);
     /* socketpair of datagrams. */
     ASSERT_EQ(fut_unix_pair(SOCK_DGRAM, &d1, &d2), 0);
-    ASSERT_EQ(run_write(rt, d1, "p", 1), 1);
-    ASSERT_EQ(run_read(rt, d2, buf, sizeof buf), 1);
+    ASSERT_EQ(io_block_write_all(rt, d1, "p", 1), 1);
+    ASSERT_EQ(io_block_read(rt, d2, buf, sizeof buf, 0), 1);
     fut_io_close(d1);
     fut_io_close(d2);
     ASSERT_EQ(fut_unix_pair(SOCK_SEQPACKET, &d1, &d2), FUT_EINVAL);
@@ -164,7 +144,7 @@ START_TEST(pipes)
     ASSERT_EQ(fut_spawn(rt, &w, sizeof w, &j), 0);
     size_t n = 0;
     while (n < N) {
-        ssize_t r = run_read(rt, rd, got + n, N - n);
+        ssize_t r = io_block_read(rt, rd, got + n, N - n, 0);
         ck_assert(r > 0);
         n += (size_t)r;
     }
@@ -173,7 +153,7 @@ START_TEST(pipes)
     fut_drop(&j.base);
     ASSERT_EQ(memcmp(big, got, N), 0);
     fut_io_close(wr);
-    ASSERT_EQ(run_read(rt, rd, got, 16), 0); /* EOF */
+    ASSERT_EQ(io_block_read(rt, rd, got, 16, 0), 0); /* EOF */
     fut_io_close(rd);
     free(big);
     free(got);
@@ -197,8 +177,8 @@ START_TEST(stdio_streams)
     ck_assert(fcntl(0, F_GETFL) & O_NONBLOCK);
     ck_assert_int_eq(write(in[1], "typed", 5), 5);
     char buf[16];
-    ASSERT_EQ(run_read(rt, si, buf, sizeof buf), 5);
-    ASSERT_EQ(run_write(rt, so, "shown", 5), 5);
+    ASSERT_EQ(io_block_read(rt, si, buf, sizeof buf, 0), 5);
+    ASSERT_EQ(io_block_write_all(rt, so, "shown", 5), 5);
     ck_assert_int_eq(read(out[0], buf, sizeof buf), 5);
     ASSERT_EQ(memcmp(buf, "shown", 5), 0);
     fut_io_close(si);

@@ -224,39 +224,16 @@ static void tcp_pair(struct fut_runtime *rt, struct fut_io **a,
     fut_io_close(l);
 }
 
-static ssize_t do_read(struct fut_runtime *rt, struct fut_io *io, void *buf,
-                       size_t n, int peek)
-{
-    struct fut_io_read r;
-    if (peek)
-        fut_io_peek_init(&r, io, buf, n);
-    else
-        fut_io_read_init(&r, io, buf, n);
-    ASSERT_EQ(fut_block_on(rt, &r.base), 0);
-    fut_drop(&r.base);
-    return r.result;
-}
-
-static ssize_t do_write_all(struct fut_runtime *rt, struct fut_io *io,
-                            const void *buf, size_t n)
-{
-    struct fut_io_write_all w;
-    fut_io_write_all_init(&w, io, buf, n);
-    ASSERT_EQ(fut_block_on(rt, &w.base), 0);
-    fut_drop(&w.base);
-    return w.result;
-}
-
 START_TEST(tcp_peek_shutdown_writev)
 {
     struct fut_runtime *rt = rt_make(0);
     struct fut_io *a, *b;
     tcp_pair(rt, &a, &b);
     char buf[64];
-    ASSERT_EQ(do_write_all(rt, b, "hello", 5), 5);
-    ASSERT_EQ(do_read(rt, a, buf, 3, 1), 3); /* peek: stays */
+    ASSERT_EQ(io_block_write_all(rt, b, "hello", 5), 5);
+    ASSERT_EQ(io_block_read(rt, a, buf, 3, 1), 3); /* peek: stays */
     ASSERT_EQ(memcmp(buf, "hel", 3), 0);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 5);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 5);
     ASSERT_EQ(memcmp(buf, "hello", 5), 0);
     struct iovec iov[3] = {{"ab", 2}, {"", 0}, {"cde", 3}};
     struct fut_io_write w;
@@ -264,19 +241,19 @@ START_TEST(tcp_peek_shutdown_writev)
     ASSERT_EQ(fut_block_on(rt, &w.base), 0);
     ASSERT_EQ(w.result, 5);
     fut_drop(&w.base);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 5);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 5);
     ASSERT_EQ(memcmp(buf, "abcde", 5), 0);
     ASSERT_EQ(fut_io_shutdown(b, SHUT_WR), 0);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 0); /* EOF */
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 0); /* and stays */
-    ASSERT_EQ(do_write_all(rt, a, "x", 1), 1);        /* half-open */
-    ASSERT_EQ(do_read(rt, b, buf, sizeof buf, 0), 1);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 0); /* EOF */
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 0); /* and stays */
+    ASSERT_EQ(io_block_write_all(rt, a, "x", 1), 1);        /* half-open */
+    ASSERT_EQ(io_block_read(rt, b, buf, sizeof buf, 0), 1);
     fut_io_close(a);
     /* The peer is gone: writing eventually fails with EPIPE/ECONNRESET,
      * never with SIGPIPE. */
     ssize_t r = 0;
     for (int i = 0; i < 100 && r >= 0; i++)
-        r = do_write_all(rt, b, buf, sizeof buf);
+        r = io_block_write_all(rt, b, buf, sizeof buf);
     ck_assert_msg(r == -EPIPE || r == -ECONNRESET, "%s",
                   fut_strerror((int)r));
     fut_io_close(b);
@@ -370,12 +347,12 @@ START_TEST(tcp_split_halves)
     ASSERT_EQ(((struct half_task *)fut_join_output(&jr))->done, total);
     /* A write half cannot read and a read half cannot write. */
     char c;
-    ASSERT_EQ(do_read(rt, wr, &c, 1, 0), FUT_EINVAL);
-    ASSERT_EQ(do_write_all(rt, rd, "x", 1), FUT_EINVAL);
+    ASSERT_EQ(io_block_read(rt, wr, &c, 1, 0), FUT_EINVAL);
+    ASSERT_EQ(io_block_write_all(rt, rd, "x", 1), FUT_EINVAL);
     fut_drop(&jw.base);
     fut_drop(&jr.base);
     fut_io_close(wr); /* shuts down writing: the server sees EOF */
-    ASSERT_EQ(do_read(rt, rd, &c, 1, 0), 0);
+    ASSERT_EQ(io_block_read(rt, rd, &c, 1, 0), 0);
     fut_io_close(rd);
     fut_drop(&js.base);
     fut_io_close(l);
@@ -531,28 +508,28 @@ START_TEST(tcp_faults_read_write)
     char buf[64];
     fut__sys_reset();
     /* EINTR is retried inside the poll. */
-    ASSERT_EQ(do_write_all(rt, b, "abcdef", 6), 6);
+    ASSERT_EQ(io_block_write_all(rt, b, "abcdef", 6), 6);
     inject(FUT__SYS_READ, fut_io_fd(a), 0, 3, -EINTR, 0);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 6);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 6);
     /* A short read gives what it got; the rest is read next. */
-    ASSERT_EQ(do_write_all(rt, b, "abcdef", 6), 6);
+    ASSERT_EQ(io_block_write_all(rt, b, "abcdef", 6), 6);
     inject(FUT__SYS_READ, fut_io_fd(a), 0, 1, 0, 2);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 2);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 4);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 2);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 4);
     ASSERT_EQ(memcmp(buf, "cdef", 4), 0);
     /* Short writes: write_all keeps going until everything is out. */
     inject(FUT__SYS_SEND, fut_io_fd(b), 0, 4, 0, 1);
-    ASSERT_EQ(do_write_all(rt, b, "12345", 5), 5);
+    ASSERT_EQ(io_block_write_all(rt, b, "12345", 5), 5);
     size_t got = 0;
     while (got < 5) {
-        ssize_t r = do_read(rt, a, buf + got, sizeof buf - got, 0);
+        ssize_t r = io_block_read(rt, a, buf + got, sizeof buf - got, 0);
         ck_assert(r > 0);
         got += (size_t)r;
     }
     ASSERT_EQ(memcmp(buf, "12345", 5), 0);
     /* An EAGAIN that lies (the data is there): the read waits for the
      * next event and then gets everything. */
-    ASSERT_EQ(do_write_all(rt, b, "xy", 2), 2);
+    ASSERT_EQ(io_block_write_all(rt, b, "xy", 2), 2);
     inject(FUT__SYS_READ, fut_io_fd(a), 0, 1, -EAGAIN, 0);
     struct fut_io_read rd;
     fut_io_read_init(&rd, a, buf, sizeof buf);
@@ -564,12 +541,12 @@ START_TEST(tcp_faults_read_write)
     ck_assert(rd.result >= 2);
     fut_drop(&rd.base);
     if (rd.result == 2)
-        ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 1);
+        ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 1);
     /* ECONNRESET on read, EPIPE on write: reported as the result. */
     inject(FUT__SYS_READ, fut_io_fd(a), 0, 1, -ECONNRESET, 0);
-    ASSERT_EQ(do_write_all(rt, b, "q", 1), 1);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), -ECONNRESET);
-    ASSERT_EQ(do_read(rt, a, buf, sizeof buf, 0), 1); /* fault was once */
+    ASSERT_EQ(io_block_write_all(rt, b, "q", 1), 1);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), -ECONNRESET);
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 1); /* fault was once */
     inject(FUT__SYS_SEND, fut_io_fd(b), 0, 1, -EPIPE, 0);
     struct fut_io_write_all wa;
     fut_io_write_all_init(&wa, b, "hello", 5);
@@ -600,10 +577,10 @@ START_TEST(tcp_faults_setup)
     tcp_pair(rt, &a2, &b2);
     fut__sys_reset();
     inject(FUT__SYS_EPOLL_CTL, fut_io_fd(a2), 0, 1, -ENOMEM, 0);
-    ASSERT_EQ(do_read(rt, a2, buf, sizeof buf, 0), -ENOMEM);
+    ASSERT_EQ(io_block_read(rt, a2, buf, sizeof buf, 0), -ENOMEM);
     /* The next attempt registers fine. */
-    ASSERT_EQ(do_write_all(rt, b2, "k", 1), 1);
-    ASSERT_EQ(do_read(rt, a2, buf, sizeof buf, 0), 1);
+    ASSERT_EQ(io_block_write_all(rt, b2, "k", 1), 1);
+    ASSERT_EQ(io_block_read(rt, a2, buf, sizeof buf, 0), 1);
     inject(FUT__SYS_SOCKET, -1, 0, 1, -EMFILE, 0);
     ASSERT_EQ(connect_to(rt, 1, -1), -EMFILE);
     inject(FUT__SYS_SOCKET, -1, 0, 1, -ENOMEM, 0);
@@ -688,8 +665,8 @@ START_TEST(tcp_echo_survives_failed_connection)
         for (int i = 0; i < 5; i++) {
             if (i == 2 && round > 0)
                 continue;
-            ASSERT_EQ(do_write_all(rt, cl[i], "ping", 4), 4);
-            ssize_t r = do_read(rt, cl[i], buf, 4, 0);
+            ASSERT_EQ(io_block_write_all(rt, cl[i], "ping", 4), 4);
+            ssize_t r = io_block_read(rt, cl[i], buf, 4, 0);
             if (i == 2) /* the server closed it (with "ping" unread) */
                 ck_assert_msg(r == 0 || r == -ECONNRESET, "%zd", r);
             else
