@@ -203,6 +203,34 @@ static inline struct fut_runtime *bench_runtime_new(
  * until it completes: the peers' rt.block_on(spawn(body)), so the body
  * runs as a task (on a worker in multi_thread) and its spawns go where a
  * task's spawns go. */
+/* BENCH_STATS=1 in the environment: every worker's counters on stderr
+ * after the run (where the tasks ran, stole, parked), to tell a
+ * scheduling effect from a code-path one when a figure moves. */
+static inline void bench_print_stats(struct fut_runtime *rt)
+{
+    const char *e = getenv("BENCH_STATS");
+    if (!e || !*e || *e == '0')
+        return;
+    int n = fut_runtime_workers(rt);
+    for (int i = 0; i < n; i++) {
+        struct fut_rt_stats s;
+        if (fut_runtime_worker_stats(rt, i, &s) != 0)
+            continue;
+        fprintf(stderr,
+                "stats worker=%d spawned=%llu polls=%llu remote=%llu "
+                "parks=%llu unparks=%llu steals=%llu stolen=%llu "
+                "lifo=%llu global=%llu budget=%llu\n",
+                i, (unsigned long long)s.spawned,
+                (unsigned long long)s.polls,
+                (unsigned long long)s.remote_wakes,
+                (unsigned long long)s.parks, (unsigned long long)s.unparks,
+                (unsigned long long)s.steals, (unsigned long long)s.stolen,
+                (unsigned long long)s.lifo_hits,
+                (unsigned long long)s.global_polls,
+                (unsigned long long)s.budget_yields);
+    }
+}
+
 static inline void bench_run_task(struct fut_runtime *rt,
                                   struct fut_future *body, size_t size)
 {
@@ -214,6 +242,7 @@ static inline void bench_run_task(struct fut_runtime *rt,
     BENCH_CHECK(j.result == 0, "the benchmark body did not complete: %s",
                 fut_strerror(j.result));
     fut_drop(&j.base);
+    bench_print_stats(rt);
 }
 
 /* ---------------------------------------------------------------- main */
