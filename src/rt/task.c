@@ -19,13 +19,19 @@
  *                  completion), one for the join handle, one per waker.
  *
  * Transitions (each one RMW on the common path):
- *   wake:     fetch_or(NOTIFIED|RUNNING). Saw RUNNING: the owner will see
- *             NOTIFIED. Saw COMPLETE: undo. Else: we own it - queue it.
- *   run:      fetch_and(~NOTIFIED) by the owner that popped it.
+ *   wake:     one CAS (task_notify). Saw RUNNING: set NOTIFIED, the owner
+ *             will see it. Saw COMPLETE: change nothing. Else: set RUNNING
+ *             alone - we own it, queue it. A wake by value drops the
+ *             waker's reference in the same CAS (the live-list reference
+ *             of a task that is not complete keeps it alive).
+ *   run:      fetch_and(~NOTIFIED) by the owner that popped it, only when
+ *             NOTIFIED is set (a wake while it ran or was queued): a task
+ *             queued by spawn, by a wake of the idle task or by a
+ *             self-wake starts with a plain load.
  *   idle:     CAS clearing RUNNING unless NOTIFIED/CANCELLED appeared
  *             (then the owner re-queues or cancels; no wake is lost).
  *   complete: fetch_xor(RUNNING|COMPLETE) by the owner.
- *   abort:    fetch_or(CANCELLED|NOTIFIED|RUNNING): like a wake, and an
+ *   abort:    a wake that also sets CANCELLED, and an
  *             idle task is dropped at once by the aborting thread when
  *             its scheduler allows it there (drop_here: the current-thread
  *             runtime's thread; any thread on the multi-thread runtime,
@@ -132,30 +138,41 @@ static void task_cancel_owned(struct fut_task *t)
 
 /* ------------------------------------------------------------------ wake */
 
-/* Sets 'bits' (with NOTIFIED|RUNNING); returns 1 when the caller now owns
- * an idle task and must queue (or cancel) it. */
-static int task_notify(struct fut_task *t, uintptr_t bits)
+/* The wake RMW, one CAS: a task that is running or queued (RUNNING) gets
+ * NOTIFIED - its owner polls it again; an idle one gets RUNNING alone -
+ * the caller now owns it and must queue (or cancel) it, and its first
+ * poll finds no NOTIFIED to clear (no second RMW); a complete one is left
+ * as it is. 'bits' (CANCELLED, for an abort) go with either. 'drop' is
+ * REF_ONE when the caller's reference goes with the wake (a wake by
+ * value), else 0: a task that is not complete still holds the live-list
+ * reference, so dropping ours in the same RMW cannot free it; a complete
+ * one has ours dropped by task_ref_dec (which may free it). Returns 1
+ * when the caller now owns an idle task. */
+static int task_notify(struct fut_task *t, uintptr_t bits, uintptr_t drop)
 {
+    uintptr_t s = fut__load(&t->state, FUT__RELAXED);
+    for (;;) {
+        if (s & COMPLETE) {
+            /* Wakes after the end are harmless (C9). */
+            if (drop)
+                task_ref_dec(t);
+            return 0;
+        }
+        FUT_ASSERT(!drop || (s & REF_MASK) >= 2 * REF_ONE);
 #ifdef FUT_MC_BUG_WAKE_NO_NOTIFY
-    /* Seeded bug (test/mc): a wake that finds the task running leaves it
-     * alone instead of marking it NOTIFIED - the wake is lost. */
-    if (fut__load(&t->state, FUT__ACQUIRE) & RUNNING)
-        return 0;
+        /* Seeded bug (test/mc): a wake that finds the task running leaves
+         * it alone instead of marking it NOTIFIED - the wake is lost. */
+        uintptr_t n = (s & RUNNING) ? s : (s | bits | RUNNING);
+#else
+        uintptr_t n = s | bits | ((s & RUNNING) ? NOTIFIED : RUNNING);
 #endif
-    /* Release: what the waker wrote before waking is visible to the poll
-     * it causes (through the queue hand-off). */
-    uintptr_t prev = fut__fetch_or(&t->state, bits | NOTIFIED | RUNNING,
-                                   FUT__ACQ_REL);
-    if (prev & RUNNING)
-        return 0;
-    if (prev & COMPLETE) {
-        /* Finished: take back the bits we set; wakes after the end are
-         * harmless (C9). */
-        fut__fetch_and(&t->state, ~(uintptr_t)(NOTIFIED | RUNNING),
-                       FUT__RELAXED);
-        return 0;
+        /* Release: what the waker wrote before waking is visible to the
+         * poll it causes (through the queue hand-off), and our uses of
+         * the task come before a free by whoever drops the last
+         * reference; acquire: a task we now own is seen whole. */
+        if (fut__cas(&t->state, &s, n - drop, FUT__ACQ_REL, FUT__RELAXED))
+            return !(s & RUNNING);
     }
-    return 1;
 }
 
 /* The task this thread is polling, and whether it woke itself during
@@ -174,7 +191,7 @@ static void task_wake_by_ref(const void *data)
         self_woken = 1;
         return;
     }
-    if (task_notify(t, 0))
+    if (task_notify(t, 0, 0))
         t->sched->vt->schedule(t->sched, t);
 }
 
@@ -187,10 +204,25 @@ static void task_waker_drop(const void *data)
     task_ref_dec(t);
 }
 
+/* A wake by value: the wake and the drop of the waker's reference are
+ * one RMW (task_notify). Debug builds keep them apart: the C7 check's
+ * waker count must fall only after the wake is visible, and once our
+ * reference is dropped the task may be gone. */
 static void task_wake(const void *data)
 {
+#ifdef FUT_DEBUG
     task_wake_by_ref(data);
     task_waker_drop(data);
+#else
+    struct fut_task *t = (struct fut_task *)data;
+    if (t == polling) {
+        self_woken = 1;
+        task_ref_dec(t); /* ours; the running task holds the list's */
+        return;
+    }
+    if (task_notify(t, 0, REF_ONE))
+        t->sched->vt->schedule(t->sched, t);
+#endif
 }
 
 static struct fut_waker task_waker_clone(const void *data)
@@ -317,7 +349,7 @@ void fut__task_shutdown(struct fut_task *t)
 
 int fut__task_shutdown_idle(struct fut_task *t)
 {
-    if (!task_notify(t, CANCELLED))
+    if (!task_notify(t, CANCELLED, 0))
         return 0; /* running, queued or complete: its owner drops it */
     task_cancel_owned(t);
     return 1;
@@ -378,7 +410,7 @@ static int join_poll(struct fut_future *f, struct fut_context *cx)
 
 static void task_abort(struct fut_task *t)
 {
-    if (!task_notify(t, CANCELLED))
+    if (!task_notify(t, CANCELLED, 0))
         return;
     /* Idle, and now ours: drop it at once where that is allowed. */
     struct fut__sched *s = t->sched;
