@@ -18,6 +18,9 @@
 #                                       has (default: only where a target
 #                                       names Go: mpsc_*)
 #   BUILD_DIR=<repo>/build-bench        fut's build directory
+#   FUT_LTO=ON                          fut built with link-time optimization
+#                                       (-DFUT_LTO, gcc), as the Tokio peer is
+#                                       built with thin LTO; OFF: without
 #   PEERS_SRC=<repo>/../shared/peers    the peers' sources (may be read-only)
 #   PEERS_WORKDIR=/tmp/fut-peers        where the peers are copied and built
 #   FLAVORS='ct mt2'                    fut's flavors to run (default: every
@@ -62,7 +65,7 @@ configure() {
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DFUT_DEBUG_CHECKS=OFF \
         -DFUT_BUILD_TESTS=OFF -DFUT_BUILD_MC=OFF -DFUT_BUILD_EXAMPLES="$1" \
-        -DFUT_BUILD_BENCH=ON >>"$LOG" 2>&1
+        -DFUT_BUILD_BENCH=ON -DFUT_LTO="${FUT_LTO:-ON}" >>"$LOG" 2>&1
 }
 if ! configure ON; then
     say "warning: configuring with the examples failed; the servers' rows are skipped (see $LOG)"
