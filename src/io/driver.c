@@ -270,6 +270,15 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     int64_t ns = may_advance ? 0
                              : wait_ns(d, timeout_ns,
                                        d->paused ? UINT64_MAX : next);
+    if (timeout_ns == 0 && !d->ios && !dead && next == UINT64_MAX &&
+        !d->paused) {
+        /* A look without sleeping (a scheduler's every-N-ticks poll) at
+         * a driver with no fd, no timer and nothing to free: epoll has
+         * nothing for it (an unpark's eventfd write only comes while a
+         * park sleeps), so skip the syscall. */
+        fut__mutex_unlock(&d->lock);
+        return;
+    }
     if (ns != 0) {
         d->sleep_tick = next;
         d->undriven = 0; /* driven now: no 'interest' calls needed */

@@ -122,7 +122,7 @@ enum {
 
 struct seen {
     uintptr_t seq; /* the peer's poll count when first seen busy */
-    int64_t since; /* and when */
+    int64_t since; /* when first seen not moving from it; 0: not yet */
     int armed;
 };
 
@@ -1053,9 +1053,10 @@ static int has_own_work(struct mt_worker *w)
 }
 
 /* Steals from a peer that looks stuck in one long poll (see the rules):
- * half its ring, or else its LIFO slot. Every call takes a look; the
- * second look at least STUCK_NS after the first at the same poll
- * steals. */
+ * half its ring, or else its LIFO slot. Every call takes a look: the
+ * first look records the peer's poll count, the second that finds it
+ * unchanged records the time (the clock is read only then), and a look
+ * at least STUCK_NS after that one, the count still unchanged, steals. */
 static struct fut_task *steal_stuck(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
@@ -1070,12 +1071,17 @@ static struct fut_task *steal_stuck(struct mt_worker *w)
             continue;
         }
         uintptr_t seq = fut__load(&v->st[ST_POLLS], FUT__RELAXED);
-        if (!now)
-            now = fut_now_ns();
         if (!sn->armed || sn->seq != seq) {
+            /* It moved: most looks end here, without a clock read. */
             sn->armed = 1;
             sn->seq = seq;
-            sn->since = now;
+            sn->since = 0;
+            continue;
+        }
+        if (!now)
+            now = fut_now_ns();
+        if (!sn->since) {
+            sn->since = now; /* the first look that found it still */
             continue;
         }
         if (now - sn->since < STUCK_NS)
