@@ -26,9 +26,9 @@
 #include "rt/queue.h"
 #include "rt/rt_internal.h"
 
-#define HALF (sizeof(uintptr_t) * 4)
-#define IDX ((((uintptr_t)1) << HALF) - 1)
-#define MASK ((uintptr_t)FUT__RING_CAP - 1)
+#define HALF FUT__RING_HALF
+#define IDX FUT__RING_IDX
+#define MASK FUT__RING_MASK
 
 _Static_assert((FUT__RING_CAP & (FUT__RING_CAP - 1)) == 0,
                "the ring capacity is a power of two");
@@ -143,7 +143,7 @@ struct fut_task *fut__ring_push_ex(struct fut__ring *r, struct fut_task *t,
     }
 }
 
-struct fut_task *fut__ring_pop(struct fut__ring *r)
+struct fut_task *fut__ring_pop_slow(struct fut__ring *r)
 {
     /* Acquire: as in push (the slot we are about to read was not written
      * by a stealer, but a steal that just ended released the range). */
@@ -231,15 +231,6 @@ struct fut_task *fut__ring_steal(struct fut__ring *src, struct fut__ring *dst,
          * acquire of whoever steals from us next). */
         fut__store(&dst->tail, (dtail + n) & IDX, FUT__RELEASE);
     return ret;
-}
-
-unsigned fut__ring_len(struct fut__ring *r)
-{
-    uintptr_t head = fut__load(&r->head, FUT__ACQUIRE);
-    uintptr_t tail = fut__load(&r->tail, FUT__ACQUIRE);
-    uintptr_t n = dist(real_of(head), tail);
-    /* A torn snapshot (the owner moved on between the loads) is busy. */
-    return n > FUT__RING_CAP ? FUT__RING_CAP : (unsigned)n;
 }
 
 int fut__ring_has_room(struct fut__ring *r, unsigned n)

@@ -33,7 +33,35 @@ struct fut__ring {
     struct fut_task *buf[FUT__RING_CAP];
 };
 
+/* Index arithmetic (queue.c's rules): 'head' packs steal (high half)
+ * and real (low half); indices run modulo 2^(half a word). */
+#define FUT__RING_HALF (sizeof(uintptr_t) * 4)
+#define FUT__RING_IDX ((((uintptr_t)1) << FUT__RING_HALF) - 1)
+#define FUT__RING_MASK ((uintptr_t)FUT__RING_CAP - 1)
+
 void fut__ring_init(struct fut__ring *r);
+
+/* Owner: the common case of fut__ring_push_ex, inline: when the ring has
+ * room outside any range a stealer may still be copying, puts 't' at the
+ * back, sets '*was_empty' and returns 1; otherwise returns 0 and changes
+ * nothing (the caller then calls fut__ring_push_ex). */
+static inline int fut__ring_try_push(struct fut__ring *r, struct fut_task *t,
+                                     int *was_empty)
+{
+    /* Acquire: pairs with the release CAS that ends a steal, so the
+     * stealer's reads of the slots happen before we overwrite them. */
+    uintptr_t head = fut__load(&r->head, FUT__ACQUIRE);
+    uintptr_t tail = fut__load(&r->tail, FUT__RELAXED); /* ours */
+    if (((tail - (head >> FUT__RING_HALF)) & FUT__RING_IDX) >= FUT__RING_CAP)
+        return 0;
+    *was_empty = (head & FUT__RING_IDX) == tail;
+    fut__plain_write(&r->buf[tail & FUT__RING_MASK], sizeof(r->buf[0]));
+    r->buf[tail & FUT__RING_MASK] = t;
+    /* Release: the slot before the index that publishes it (pairs with
+     * the stealers' acquire load of 'tail'). */
+    fut__store(&r->tail, (tail + 1) & FUT__RING_IDX, FUT__RELEASE);
+    return 1;
+}
 
 /* Owner: pushes 't' at the back. Returns NULL when it went in; when the
  * ring is full, returns a list linked by 'next' (NULL-terminated, '*last'
@@ -47,8 +75,31 @@ struct fut_task *fut__ring_push_ex(struct fut__ring *r, struct fut_task *t,
                                    struct fut_task **last, unsigned *n,
                                    int *was_empty);
 
-/* Owner: takes the task at the front, or NULL when empty. */
-struct fut_task *fut__ring_pop(struct fut__ring *r);
+/* Owner: fut__ring_pop's loop, for a steal in progress or a lost CAS. */
+struct fut_task *fut__ring_pop_slow(struct fut__ring *r);
+
+/* Owner: takes the task at the front, or NULL when empty. The common
+ * case (no steal in progress, the CAS won) is inline. */
+static inline struct fut_task *fut__ring_pop(struct fut__ring *r)
+{
+    /* Acquire: as in fut__ring_try_push. */
+    uintptr_t head = fut__load(&r->head, FUT__ACQUIRE);
+    uintptr_t real = head & FUT__RING_IDX;
+    if (real == fut__load(&r->tail, FUT__RELAXED)) /* tail: ours */
+        return NULL;
+    if ((head >> FUT__RING_HALF) == real) {
+        /* No steal in progress: steal follows real. Acq_rel, as Tokio:
+         * the CAS decides between us and a stealer claiming the task. */
+        uintptr_t next = (real + 1) & FUT__RING_IDX;
+        if (fut__cas(&r->head, &head, (next << FUT__RING_HALF) | next,
+                     FUT__ACQ_REL, FUT__ACQUIRE)) {
+            fut__plain_read(&r->buf[real & FUT__RING_MASK],
+                            sizeof(r->buf[0]));
+            return r->buf[real & FUT__RING_MASK];
+        }
+    }
+    return fut__ring_pop_slow(r);
+}
 
 /* Any thread but the owner of 'src', which must be the owner of 'dst':
  * moves half of the tasks in 'src' (rounded up) to 'dst' and returns one
@@ -60,7 +111,14 @@ struct fut_task *fut__ring_steal(struct fut__ring *src, struct fut__ring *dst,
 
 /* Any thread: number of tasks in the ring (a snapshot; exact for the
  * owner when nobody steals). */
-unsigned fut__ring_len(struct fut__ring *r);
+static inline unsigned fut__ring_len(struct fut__ring *r)
+{
+    uintptr_t head = fut__load(&r->head, FUT__ACQUIRE);
+    uintptr_t tail = fut__load(&r->tail, FUT__ACQUIRE);
+    uintptr_t n = (tail - (head & FUT__RING_IDX)) & FUT__RING_IDX;
+    /* A torn snapshot (the owner moved on between the loads) is busy. */
+    return n > FUT__RING_CAP ? FUT__RING_CAP : (unsigned)n;
+}
 
 /* Owner: room for 'n' more pushes without overflow. */
 int fut__ring_has_room(struct fut__ring *r, unsigned n);

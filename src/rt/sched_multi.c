@@ -750,13 +750,15 @@ static void push_ring(struct mt_worker *w, struct fut_task *t,
 {
     struct mt_sched *m = w->m;
     int was_empty;
-    unsigned n;
-    struct fut_task *last;
-    struct fut_task *ov = fut__ring_push_ex(&w->ring, t, &last, &n,
-                                            &was_empty);
-    if (ov) {
-        inject_push_list(m, ov, last, n);
-        return;
+    if (!fut__ring_try_push(&w->ring, t, &was_empty)) {
+        unsigned n;
+        struct fut_task *last;
+        struct fut_task *ov = fut__ring_push_ex(&w->ring, t, &last, &n,
+                                                &was_empty);
+        if (ov) {
+            inject_push_list(m, ov, last, n);
+            return;
+        }
     }
     if (w->in_driver || m->n == 1 || !was_empty)
         return; /* after a driver park the worker notifies in one go */
