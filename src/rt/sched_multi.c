@@ -745,7 +745,7 @@ enum push_kind { PUSH_NEW, PUSH_RESCHEDULE };
  * an empty ring wakes a thief (parallelism); a reschedule only makes
  * sure a watcher exists (a yield loop must not bounce between workers,
  * but must not be stranded by a stuck poll either). */
-static void push_ring(struct mt_worker *w, struct fut_task *t,
+FUT__HOT_INLINE void push_ring(struct mt_worker *w, struct fut_task *t,
                       enum push_kind kind)
 {
     struct mt_sched *m = w->m;
@@ -1276,7 +1276,8 @@ static struct fut_task *park_worker(struct mt_worker *w)
     }
 }
 
-static void run_one(struct mt_worker *w, struct fut_task *t, int *budget)
+FUT__HOT_INLINE void run_one(struct mt_worker *w, struct fut_task *t,
+                             int *budget)
 {
     struct mt_sched *m = w->m;
     stat_inc(w, ST_POLLS); /* before: counted once it started (and the
