@@ -30,7 +30,10 @@
  *             self-wake starts with a plain load.
  *   idle:     CAS clearing RUNNING unless NOTIFIED/CANCELLED appeared
  *             (then the owner re-queues or cancels; no wake is lost).
- *   complete: fetch_xor(RUNNING|COMPLETE) by the owner.
+ *   complete: fetch_xor(RUNNING|COMPLETE) by the owner, then unlink and
+ *             drop the list's reference; a detached task (no
+ *             JOIN_INTEREST) unlinks first and does both in one
+ *             fetch_sub.
  *   abort:    a wake that also sets CANCELLED, and an
  *             idle task is dropped at once by the aborting thread when
  *             its scheduler allows it there (drop_here: the current-thread
@@ -115,6 +118,25 @@ void fut__task_ref_dec(struct fut_task *t)
 static void task_complete(struct fut_task *t, int cancelled)
 {
     t->cancelled = (uint16_t)cancelled;
+    if (!(fut__load(&t->state, FUT__RELAXED) & JOIN_INTEREST)) {
+        /* Detached (no join handle, and none can appear): no joiner
+         * reads the output or 'cancelled', no join waker exists. Leave
+         * the live list while we still own the task (RUNNING: in no
+         * queue, 'next' free), then publish COMPLETE and drop the list's
+         * reference in one RMW: RUNNING is set and COMPLETE clear, so
+         * subtracting RUNNING + REF_ONE - COMPLETE clears the one, sets
+         * the other and takes one reference, without a carry into any
+         * other bit. Release: our drop of the future before whoever
+         * frees; acquire: their uses before our free. */
+        t->sched->vt->unlink(t->sched, t);
+        uintptr_t prev = fut__fetch_sub(
+            &t->state, RUNNING + REF_ONE - COMPLETE, FUT__ACQ_REL);
+        FUT_ASSERT((prev & (RUNNING | COMPLETE)) == RUNNING);
+        FUT_ASSERT((prev & REF_MASK) != 0);
+        if ((prev & REF_MASK) == REF_ONE)
+            t->sched->vt->free_task(t->sched, t);
+        return;
+    }
     /* Release: the output and 'cancelled' before COMPLETE (pairs with the
      * join handle's acquire). Acquire: the join waker's slot contents. */
     uintptr_t prev =
