@@ -330,7 +330,7 @@ int fut__job_poll(struct fut__job **jp, struct fut_context *cx,
         j->pool = p;
         j->drv = d;
         pthread_mutex_lock(&p->lock);
-        j->waker = fut_waker_clone(&cx->waker);
+        fut__waker_store(&j->waker, fut_waker_clone(&cx->waker));
         int r = submit(p, j);
         if (r == 0)
             inhibit(j, 1);

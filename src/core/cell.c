@@ -140,7 +140,7 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
         fut_waker_drop(&c->waker);
     }
     fut__plain_write(&c->waker, sizeof c->waker);
-    c->waker = fut_waker_clone(w);
+    fut__waker_store(&c->waker, fut_waker_clone(w));
     /* Release: publishes 'waker' to the completer's acquire RMW.
      * Acquire: if READY is already there, pairs with its release. */
     uintptr_t prev = fut__fetch_or(&c->state, WAKER, FUT__ACQ_REL);
@@ -191,7 +191,7 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
     if (fut__load(&c->wflag, FUT__RELAXED))
         return s; /* registered once already (the models poll once) */
     fut__plain_write(&c->waker, sizeof c->waker);
-    c->waker = fut_waker_clone(w);
+    fut__waker_store(&c->waker, fut_waker_clone(w));
     fut__store(&c->wflag, 1, FUT__RELEASE); /* the bug: not an RMW */
     s = fut__load(&c->state, FUT__ACQUIRE);
     if ((s & (READY | TX_CLOSED)) && fut__swap(&c->wflag, 0, FUT__ACQUIRE)) {

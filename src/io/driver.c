@@ -109,7 +109,7 @@ int fut__timer_arm(struct fut__iodrv *d, struct fut__timer *t,
         fut__store(&t->state, FUT__TIMER_FIRED, FUT__RELAXED);
         return 1;
     }
-    t->waker = fut_waker_clone(w);
+    fut__waker_store(&t->waker, fut_waker_clone(w));
     fut__store(&t->state, FUT__TIMER_ARMED, FUT__RELAXED);
     int kick = t->e.when < d->sleep_tick;
     int drive = fut__iodrv_claim_interest(d);

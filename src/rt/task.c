@@ -398,7 +398,7 @@ static int join_register(struct fut_task *t, uintptr_t s,
                            FUT__ACQUIRE, FUT__ACQUIRE));
         fut_waker_drop(&t->join_waker);
     }
-    t->join_waker = fut_waker_clone(w);
+    fut__waker_store(&t->join_waker, fut_waker_clone(w));
     /* Release: the slot before the bit (pairs with the completer's
      * acquire). Acquire: COMPLETE's release, if it came first. */
     uintptr_t prev = fut__fetch_or(&t->state, JOIN_WAKER, FUT__ACQ_REL);

@@ -89,7 +89,7 @@ static int wait_poll(struct fut_future *ff, struct fut_context *cx)
     if (st == W_QUEUED) {
         if (!fut_waker_will_wake(&w->waker, &cx->waker)) {
             old = w->waker;
-            w->waker = fut_waker_clone(&cx->waker);
+            fut__waker_store(&w->waker, fut_waker_clone(&cx->waker));
         }
         fut__lock_release(&b->lock);
         fut_waker_drop(&old);
@@ -98,7 +98,7 @@ static int wait_poll(struct fut_future *ff, struct fut_context *cx)
     if (b->arrived + 1 < b->n) {
         b->arrived++;
         w->aux = b->gen;
-        w->waker = fut_waker_clone(&cx->waker);
+        fut__waker_store(&w->waker, fut_waker_clone(&cx->waker));
         fut__store(&w->st, W_QUEUED, FUT__RELAXED);
         fut__list_push_back(&b->waiters, &w->link);
         fut__lock_release(&b->lock);

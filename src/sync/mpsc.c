@@ -787,7 +787,7 @@ static int u_poll_recv(struct fut__mpsc *ch, struct fut_context *cx,
     if (!fut_waker_is_set(&ch->uwaker) ||
         !fut_waker_will_wake(&ch->uwaker, &cx->waker)) {
         old = ch->uwaker;
-        ch->uwaker = fut_waker_clone(&cx->waker);
+        fut__waker_store(&ch->uwaker, fut_waker_clone(&cx->waker));
     }
     *registered = 1;
     fut__lock_release(&ch->ulock);

@@ -181,7 +181,7 @@ static int notified_first(struct fut_notified *f, struct fut__notify *n,
             fut__lock_release(&n->lock);
             continue;
         }
-        w->waker = fut_waker_clone(&cx->waker);
+        fut__waker_store(&w->waker, fut_waker_clone(&cx->waker));
         fut__store(&w->st, W_QUEUED, FUT__RELAXED);
         fut__list_push_back(&n->waiters, &w->link);
         fut__lock_release(&n->lock);
@@ -220,7 +220,7 @@ static int notified_poll(struct fut_future *ff, struct fut_context *cx)
     }
     if (!fut_waker_will_wake(&w->waker, &cx->waker)) {
         old = w->waker;
-        w->waker = fut_waker_clone(&cx->waker);
+        fut__waker_store(&w->waker, fut_waker_clone(&cx->waker));
     }
     fut__lock_release(&n->lock);
     fut_waker_drop(&old);

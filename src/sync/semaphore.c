@@ -318,7 +318,7 @@ __attribute__((noinline)) static int enqueue(struct fut__sem *s,
                      FUT__RELAXED))
             break;
     }
-    w->waker = fut_waker_clone(&cx->waker);
+    fut__waker_store(&w->waker, fut_waker_clone(&cx->waker));
     fut__store(&w->st, (n << 2) | FUT__SEMW_QUEUED, FUT__RELAXED);
     fut__list_push_back(&s->waiters, &w->link);
     if (fut__sem_permits(s, st) == 0) {
@@ -350,7 +350,7 @@ __attribute__((noinline)) static int poll_queued(struct fut__sem *s,
     }
     if (!fut_waker_will_wake(&w->waker, &cx->waker)) {
         old = w->waker;
-        w->waker = fut_waker_clone(&cx->waker);
+        fut__waker_store(&w->waker, fut_waker_clone(&cx->waker));
     }
     fut__lock_release(&s->lock);
     fut_waker_drop(&old);

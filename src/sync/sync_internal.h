@@ -117,7 +117,7 @@ static inline struct fut_waker fut__wnode_wait(struct fut__wnode *n,
     struct fut_waker old = FUT_WAKER_NONE;
     if (!fut_waker_is_set(&n->waker) || !fut_waker_will_wake(&n->waker, w)) {
         old = n->waker;
-        n->waker = fut_waker_clone(w);
+        fut__waker_store(&n->waker, fut_waker_clone(w));
     }
     fut__list_push_back(waiters, &n->link);
     return old;

@@ -155,7 +155,7 @@ void fut__awaker_register(struct fut__awaker *a, const struct fut_waker *w)
     if (!fut_waker_is_set(&a->waker) ||
         !fut_waker_will_wake(&a->waker, w)) {
         old = a->waker;
-        a->waker = fut_waker_clone(w);
+        fut__waker_store(&a->waker, fut_waker_clone(w));
     }
     s = AW_REGISTERING;
     /* Release: publishes the slot to the next owner. */
