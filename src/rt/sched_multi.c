@@ -1317,8 +1317,11 @@ FUT__HOT_INLINE void run_one(struct mt_worker *w, struct fut_task *t,
 }
 
 /* One scheduler tick: 't' with a fresh budget, then the LIFO chain it
- * starts, charged to the same budget and capped. */
-static void run_tick(struct mt_worker *w, struct fut_task *t)
+ * starts, charged to the same budget and capped. Flattened: every call
+ * in it is inlined, fut__task_poll too (task.c, in LTO builds): yield_many
+ * mt2 264 -> 244 instructions per yield (callgrind). */
+__attribute__((flatten)) static void run_tick(struct mt_worker *w,
+                                              struct fut_task *t)
 {
     struct mt_sched *m = w->m;
     if (w->searching)
