@@ -354,6 +354,73 @@ START_TEST(drop_unregisters_waker)
 }
 END_TEST
 
+/* A task that yields 'n' times: the scheduler polls its driver without
+ * blocking every event_interval (61) of its polls. */
+struct yielder {
+    struct fut_future base;
+    int n;
+    struct fut_yield y;
+};
+
+static int yielder_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct yielder *t = (struct yielder *)f;
+    FUT_BEGIN(f);
+    for (; t->n > 0; t->n--) {
+        fut_yield_init(&t->y);
+        FUT_AWAIT(f, &t->y);
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(yielder_vt, "yielder", yielder_poll, NULL);
+
+static void run_yielder(struct fut_runtime *rt, int n)
+{
+    struct yielder y;
+    fut_future_init(&y.base, &yielder_vt);
+    y.n = n;
+    struct fut_join j;
+    ASSERT_EQ(fut_spawn(rt, &y, sizeof y, &j), 0);
+    ASSERT_EQ(fut_block_on(rt, &j.base), 0);
+    ASSERT_EQ(j.result, 0);
+    fut_drop(&j.base);
+}
+
+/* The every-61-ticks look at the driver of a busy runtime makes no
+ * syscall while nothing is registered (10,000 yields: ~164 looks, each
+ * an epoll_wait before), and still does when a timer is armed (on the
+ * current-thread runtime every look polls; on the multi-thread one a
+ * parked worker holds the driver in its timed wait instead, and a busy
+ * worker's look finds it taken). */
+START_TEST(busy_idle_driver_no_syscall)
+{
+    struct fut_runtime *rt = rt_make(0);
+    run_yielder(rt, 100); /* warm: workers started, first parks done */
+    fut__sys_reset();
+    fut__sys_count_calls(1);
+    run_yielder(rt, 10000);
+    long idle_waits = fut__sys_calls(FUT__SYS_EPOLL_WAIT);
+    ck_assert_msg(idle_waits <= 4,
+                  "%ld epoll_wait calls for 10,000 yields with nothing "
+                  "registered", idle_waits);
+    struct fut_sleep sl;
+    fut_sleep_init(&sl, 10LL * 1000 * 1000 * 1000);
+    struct fut_join sj;
+    ASSERT_EQ(fut_spawn(rt, &sl, sizeof sl, &sj), 0);
+    run_yielder(rt, 10000);
+    long timer_waits = fut__sys_calls(FUT__SYS_EPOLL_WAIT) - idle_waits;
+    if (!fut_test_rt_is_mt())
+        ck_assert_msg(timer_waits >= 100,
+                      "%ld epoll_wait calls for 10,000 yields with a timer "
+                      "armed", timer_waits);
+    else
+        ck_assert_int_ge(timer_waits, 1);
+    fut_drop(&sj.base); /* aborts the sleeper */
+    fut__sys_reset();
+    fut_runtime_free(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("io_reactor");
@@ -367,5 +434,7 @@ int main(void)
     tcase_add_test(tc, fd_outlives_runtime);
     tcase_add_test(tc, no_runtime_einval);
     tcase_add_test(tc, drop_unregisters_waker);
+    tc = fut_test_tcase(s, "driver");
+    tcase_add_test(tc, busy_idle_driver_no_syscall);
     return fut_test_run(s);
 }

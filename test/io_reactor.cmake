@@ -1,1 +1,1 @@
-fut_check_test(io_reactor CASES forced race register MT_CASES race)
+fut_check_test(io_reactor CASES forced race register driver MT_CASES race driver)

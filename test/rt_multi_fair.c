@@ -392,7 +392,19 @@ static void idle_measure(int ntasks)
         t.w.vt = NULL;
         ASSERT_EQ(fut_spawn(rt, &t, sizeof t, NULL), 0);
     }
-    sleep_us(200000); /* settle: every task polled, workers parked */
+    /* Settle: every task polled and the workers parked - the poll count
+     * has stopped moving (a fixed pause was not always enough with other
+     * tests loading the machine). Bounded: a count that never settles
+     * fails the CPU check below anyway. */
+    uint64_t last = UINT64_MAX;
+    for (int i = 0; i < 50; i++) {
+        sleep_us(100000);
+        struct fut_rt_stats st;
+        fut_runtime_stats(rt, &st);
+        if (st.polls >= (uint64_t)ntasks && st.polls == last)
+            break;
+        last = st.polls;
+    }
     double c0 = cpu_ms();
     int64_t t0 = fut_now_ns();
     sleep_us(2000000);
