@@ -4,10 +4,13 @@
 #           header/C++ check, install check, valgrind memcheck on the core
 #   asan    clang, AddressSanitizer + UndefinedBehaviorSanitizer (+ LSan)
 #   tsan    clang, ThreadSanitizer (race tests scaled down, see test/test.h)
+#   tsan-release
+#           clang, ThreadSanitizer on a Release (-O2) build without
+#           FUT_DEBUG: the code paths users run
 # Installs what it needs with apt-get (only what is missing). Ends with the
-# line "N passed, N failed, N skipped" over all three builds; exits non-zero
+# line "N passed, N failed, N skipped" over all four builds; exits non-zero
 # when any test failed.
-#   ONLY=plain|asan|tsan   run one configuration
+#   ONLY=plain|asan|tsan|tsan-release   run one configuration (or a list)
 #   JOBS=n                 ctest parallelism (default: number of CPUs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +26,7 @@ if [ -n "$missing" ]; then
 fi
 
 JOBS=${JOBS:-$(nproc)}
-ONLY=${ONLY:-plain asan tsan}
+ONLY=${ONLY:-plain asan tsan tsan-release}
 OUT=$ROOT/build-test
 mkdir -p "$OUT"
 rc=0
@@ -58,6 +61,14 @@ for cfg in $ONLY; do
         build tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
             -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DFUT_WERROR=ON -DFUT_TSAN=ON \
             -DFUT_BUILD_MC=OFF -DFUT_BUILD_BENCH=OFF ;;
+    tsan-release)
+        # The code users run: no FUT_DEBUG, so the paths that only
+        # release builds take (the folded wake in task.c) run under TSan
+        # with real threads; the debug-check tests compile out.
+        build tsan-release -DCMAKE_C_COMPILER=clang \
+            -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-g -O2" \
+            -DFUT_WERROR=ON -DFUT_TSAN=ON -DFUT_BUILD_MC=OFF \
+            -DFUT_BUILD_BENCH=OFF ;;
     *) echo "unknown configuration $cfg"; exit 2 ;;
     esac
 done
