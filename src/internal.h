@@ -10,8 +10,9 @@
 
 /* A hot-path helper the compiler would keep out of line (it has more than
  * one caller), where the call's register saves cost about as much as its
- * body: the multi-thread scheduler's run and push steps (yield_many mt2:
- * 285 -> 264 instructions per yield, callgrind). */
+ * body: the multi-thread scheduler's push step (with its run step, since
+ * flattened into run_tick: yield_many mt2 285 -> 264 instructions per
+ * yield, callgrind). */
 #define FUT__HOT_INLINE static inline __attribute__((always_inline))
 
 /* '*slot = w' for a waker just returned by a call (fut_waker_clone): gcc

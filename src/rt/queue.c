@@ -117,18 +117,13 @@ struct fut_task *fut__ring_push_ex(struct fut__ring *r, struct fut_task *t,
 {
     *was_empty = 0;
     for (;;) {
-        /* Acquire: pairs with the release CAS that ends a steal, so the
-         * stealer's reads of the slots happen before we overwrite them. */
+        if (fut__ring_try_push(r, t, was_empty))
+            return NULL;
+        /* Full as of that look. Acquire: as in fut__ring_try_push. */
         uintptr_t head = fut__load(&r->head, FUT__ACQUIRE);
         uintptr_t tail = fut__load(&r->tail, FUT__RELAXED); /* ours */
-        if (dist(steal_of(head), tail) < FUT__RING_CAP) {
-            *was_empty = real_of(head) == tail;
-            slot_write(r, tail, t);
-            /* Release: the slot before the index that publishes it
-             * (pairs with the stealers' acquire load of 'tail'). */
-            fut__store(&r->tail, (tail + 1) & IDX, FUT__RELEASE);
-            return NULL;
-        }
+        if (dist(steal_of(head), tail) < FUT__RING_CAP)
+            continue; /* a steal ended meanwhile: room now */
         if (steal_of(head) != real_of(head)) {
             /* A stealer is copying half of us out: room is coming, but
              * do not wait for it (Tokio does the same). */

@@ -1276,8 +1276,7 @@ static struct fut_task *park_worker(struct mt_worker *w)
     }
 }
 
-FUT__HOT_INLINE void run_one(struct mt_worker *w, struct fut_task *t,
-                             int *budget)
+static void run_one(struct mt_worker *w, struct fut_task *t, int *budget)
 {
     struct mt_sched *m = w->m;
     stat_inc(w, ST_POLLS); /* before: counted once it started (and the
