@@ -64,13 +64,68 @@ void fut__free(void *p, size_t size);
  * per-runtime slab tasks come from), so that short-lived blocks such as a
  * oneshot's skip malloc. NULL outside a runtime: use fut__alloc. alloc
  * runs on the pool's thread only; free on any thread, and the pool's
- * memory lives until every block it handed out is freed. */
+ * memory lives until every block it handed out is freed.
+ *
+ * The cache in front of it (fut__pool_get / fut__pool_put, inline: no
+ * indirect call, no counter): blocks of one size freed by the owner - the
+ * thread whose fut__tls_pool it is - wait there for its next allocation
+ * of that size. Rules:
+ *   - only the owner, while fut__tls_pool points at the pool, touches
+ *     'cache', 'cache_n', 'cache_size' and 'cache_cls' (plain fields);
+ *   - a cached block stays counted as allocated by the pool (it never
+ *     went back), so the scheduler's lifetime counts stay exact;
+ *   - the owner calls fut__pool_flush before it stops being the owner
+ *     (a worker's exit, the end of a block_on): 'free' then counts the
+ *     blocks back as every other free does. */
+#define FUT__POOL_CACHE_MAX 64
 struct fut__blockpool {
     void *(*alloc)(struct fut__blockpool *p, size_t size, uint32_t *cls);
     void (*free)(struct fut__blockpool *p, void *block, uint32_t cls,
                  size_t size);
+    void *cache;         /* owner only: freed blocks, linked by word 0 */
+    uint32_t cache_n;    /* how many */
+    uint32_t cache_cls;  /* their class (as 'free' wants it) */
+    size_t cache_size;   /* their size */
 };
 extern _Thread_local struct fut__blockpool *fut__tls_pool;
+
+/* Owner thread: a block of 'size' bytes; '*cls' is for fut__pool_put. */
+static inline void *fut__pool_get(struct fut__blockpool *p, size_t size,
+                                  uint32_t *cls)
+{
+    void *b = p->cache;
+    if (b && size == p->cache_size) {
+        p->cache = *(void **)b;
+        p->cache_n--;
+        *cls = p->cache_cls;
+        return b;
+    }
+    return p->alloc(p, size, cls);
+}
+
+/* Any thread: gives back a block 'p' handed out. */
+static inline void fut__pool_put(struct fut__blockpool *p, void *b,
+                                 uint32_t cls, size_t size)
+{
+    if (p == fut__tls_pool && cls != 0) {
+        if (p->cache_n == 0) {
+            p->cache_size = size;
+            p->cache_cls = cls;
+        }
+        if (p->cache_n < FUT__POOL_CACHE_MAX && size == p->cache_size) {
+            *(void **)b = p->cache;
+            p->cache = b;
+            p->cache_n++;
+            return;
+        }
+    }
+    p->free(p, b, cls, size);
+}
+
+/* Owner thread, still the owner: empties the cache through 'free'. */
+void fut__pool_flush(struct fut__blockpool *p);
+/* An empty cache for a new pool. */
+void fut__pool_init_cache(struct fut__blockpool *p);
 
 /* ------------------------------------------------------------- reporting */
 

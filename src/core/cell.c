@@ -344,8 +344,8 @@ static void oneshot_release(struct fut__oneshot *ch)
 {
 #ifndef FUT_MODEL_CHECK
     if (ch->pool) {
-        ch->pool->free(ch->pool, ch, (uint32_t)ch->cell.size_class,
-                       oneshot_bytes(ch));
+        fut__pool_put(ch->pool, ch, (uint32_t)ch->cell.size_class,
+                      oneshot_bytes(ch));
         return;
     }
 #endif
@@ -378,7 +378,7 @@ int fut_oneshot_new(size_t size, void (*dtor)(void *value),
 #ifndef FUT_MODEL_CHECK
     pool = fut__tls_pool;
     if (pool)
-        ch = pool->alloc(pool, ONESHOT_HDR + size, &cls);
+        ch = fut__pool_get(pool, ONESHOT_HDR + size, &cls);
     else
 #endif
         ch = fut__alloc(ONESHOT_HDR + size);

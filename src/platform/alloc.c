@@ -30,6 +30,26 @@ static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 
 _Thread_local struct fut__blockpool *fut__tls_pool;
 
+void fut__pool_init_cache(struct fut__blockpool *p)
+{
+    p->cache = NULL;
+    p->cache_n = 0;
+    p->cache_cls = 0;
+    p->cache_size = 0;
+}
+
+void fut__pool_flush(struct fut__blockpool *p)
+{
+    void *b = p->cache;
+    p->cache = NULL;
+    p->cache_n = 0;
+    while (b) {
+        void *next = *(void **)b;
+        p->free(p, b, p->cache_cls, p->cache_size);
+        b = next;
+    }
+}
+
 static fut_alloc_fn alloc_fn = default_alloc;
 static void *alloc_ud;
 

@@ -312,6 +312,7 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__slab_init(&c->slab);
     c->pool.alloc = ct_pool_alloc;
     c->pool.free = ct_pool_free;
+    fut__pool_init_cache(&c->pool);
     c->budget = cfg->budget;
     c->event_interval = cfg->event_interval;
     c->countdown = cfg->event_interval;
@@ -463,6 +464,7 @@ int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
         if (n == 0)
             park(c);
     }
+    fut__pool_flush(&c->pool); /* still its owner (see internal.h) */
     fut__tls_sched = saved;
     fut__tls_pool = saved_pool;
     fut__store(&c->in_block_on, 0, FUT__RELEASE);

@@ -1425,6 +1425,7 @@ static void *worker_main(void *arg)
     fut__tls_pool = &w->pool;
     worker_loop(w);
     worker_exit(w);
+    fut__pool_flush(&w->pool); /* still its owner (see internal.h) */
     fut__tls_pool = NULL;
     fut__tls_sched = NULL;
     tls_w = NULL;
@@ -1600,6 +1601,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     ts_init(&w->tslab);
     w->pool.alloc = pool_alloc;
     w->pool.free = pool_free;
+    fut__pool_init_cache(&w->pool);
     w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
     w->countdown = (uint32_t)m->event_interval;
     w->global_due = 1;
