@@ -6,31 +6,38 @@
  *   COMPLETING  a completer     won the race (first to set it); now copying
  *   READY       the winner      value published (release): PENDING -> READY
  *   TAKEN       a consumer      value taken: READY -> TAKEN; set once
- *   WAKER       the poller      the poller's waker is in 'waker'
+ *   WAKER       the poller      the poller's waker is in the waker slot
  *   RX_CLOSED   the poller      consumer gone (fut_cell_close / rx drop)
  *   TX_CLOSED   oneshot sender  sender dropped without a value
- *   TX_DONE     oneshot sender  sender finished waking; it will not touch
- *                               the channel again
+ *   GEN (bits GEN_SHIFT..)      registrations so far (wraps); every CAS
+ *                               that sets WAKER adds GEN_ONE
  *
  * PENDING is "none of COMPLETING, READY, TAKEN". The only transitions are
  * PENDING -> (COMPLETING) -> READY -> TAKEN.
  *
  * Who owns the waker slot (the heart of C5):
- *   - the poller writes 'waker' while WAKER is clear, then sets WAKER with
- *     one RMW that also tells it whether READY (or TX_CLOSED) landed first;
- *   - the completer publishes READY with one RMW: if that RMW saw WAKER
- *     (and not RX_CLOSED), the completer owns the slot and wakes it;
- *   - if the poller's RMW saw READY already, the completer did not see the
- *     waker: the poller clears WAKER and drops the waker itself, so the
- *     word never says WAKER|READY unless the completer owns the slot;
+ *   - the poller writes the slot while WAKER is clear, then sets WAKER
+ *     (and bumps GEN) with one CAS, which fails if READY or TX_CLOSED
+ *     landed first - then it drops the waker itself;
+ *   - a completer publishes READY with one RMW: if that RMW saw WAKER
+ *     (and not RX_CLOSED), the completer owns the slot's waker and wakes
+ *     it; the word never says WAKER|READY unless the completer owns it;
  *   - to replace its waker, the poller first clears WAKER by CAS, which
- *     fails if READY arrived (then the completer owns the old one).
- * So exactly one side ever reads the slot after a completion, and a poll
- * racing a completion either sees READY or is woken (no lost wakeup).
+ *     fails if READY arrived (then the completer owns the old one);
+ *   - the oneshot's sender reads the slot *before* its publishing CAS,
+ *     which expects the state it loaded - WAKER and GEN included. The
+ *     poller rewrites the slot only after a CAS that clears WAKER, and
+ *     sets it again with a new GEN, so a publishing CAS that succeeds
+ *     proves that the waker read is the one registered (no ABA: GEN), and
+ *     one that fails read nothing it may use. The slot is therefore two
+ *     relaxed atomic words: the sender may read while the poller writes.
+ * So exactly one side ever uses the slot's waker after a completion, and a
+ * poll racing a completion either sees READY or is woken (no lost wakeup).
  *
  * Orderings: READY is set with release and every consumer-side load/CAS
  * that may observe it is acquire (C4: bytes before flag). WAKER is set with
- * release so the completer's acquire RMW sees the slot's contents.
+ * release so the completer's acquire (RMW, or the sender's load) sees the
+ * slot's contents.
  *
  * Seeded bugs (FUT_MC_BUG_*, model-checker builds only) break one rule
  * each, so the checker can be shown to catch them; see test/mc.
@@ -47,8 +54,15 @@ enum {
     WAKER = 1u << 3,
     RX_CLOSED = 1u << 4,
     TX_CLOSED = 1u << 5,
-    TX_DONE = 1u << 6,
+    GEN_SHIFT = 8,
 };
+#define GEN_ONE ((uintptr_t)1 << GEN_SHIFT)
+
+#ifdef FUT_MC_BUG_NO_GEN
+#define GEN_STEP 0 /* (f): registrations leave GEN alone - ABA */
+#else
+#define GEN_STEP GEN_ONE
+#endif
 
 #ifdef FUT_MC_BUG_NO_ACQUIRE
 #define CONSUME_MO FUT__RELAXED /* (c): value read without the acquire */
@@ -58,7 +72,7 @@ enum {
 
 struct fut__cell {
     fut__aword state;
-    struct fut_waker waker; /* the poller's; see the ownership rules */
+    fut__aword wdata, wvt;  /* the poller's waker; see the ownership rules */
     void *slot;             /* where the value's bytes live */
     uint32_t size;          /* of the value */
     uint32_t size_class;    /* oneshot: slab class of the block */
@@ -95,11 +109,33 @@ static struct fut__cell *cell_of(struct fut_cell *c)
     return (struct fut__cell *)(void *)c;
 }
 
+/* The waker slot. Relaxed: what orders it is the state word (rules). */
+static struct fut_waker slot_read(struct fut__cell *c)
+{
+    struct fut_waker w;
+    w.data = (const void *)fut__load(&c->wdata, FUT__RELAXED);
+    w.vt = (const struct fut_waker_vtable *)fut__load(&c->wvt, FUT__RELAXED);
+    return w;
+}
+
+static void slot_write(struct fut__cell *c, struct fut_waker w)
+{
+    fut__store(&c->wdata, (uintptr_t)w.data, FUT__RELAXED);
+    fut__store(&c->wvt, (uintptr_t)w.vt, FUT__RELAXED);
+}
+
+/* Drops the waker in the slot (the caller owns it). */
+static void slot_drop(struct fut__cell *c)
+{
+    struct fut_waker w = slot_read(c);
+    fut_waker_drop(&w);
+}
+
 static void cell_setup(struct fut__cell *c, void *slot, size_t size)
 {
     fut__aword_init(&c->state, 0);
-    c->waker.data = 0;
-    c->waker.vt = 0;
+    fut__aword_init(&c->wdata, 0);
+    fut__aword_init(&c->wvt, 0);
     c->slot = slot;
     c->size = (uint32_t)size;
     c->size_class = 0;
@@ -125,10 +161,9 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
                                const struct fut_waker *w)
 {
     if (s & WAKER) {
-        /* A completer that saw WAKER reads the slot concurrently: both
-         * sides only read it until the CAS below decides. */
-        fut__plain_read(&c->waker, sizeof c->waker);
-        if (fut_waker_will_wake(&c->waker, w))
+        /* Ours while WAKER is set; others may only read it. */
+        struct fut_waker cur = slot_read(c);
+        if (fut_waker_will_wake(&cur, w))
             return s;
         /* Take the slot back; fails if a completion now owns it. */
         do {
@@ -136,33 +171,35 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
                 return s;
         } while (!fut__cas(&c->state, &s, s & ~(uintptr_t)WAKER,
                            FUT__ACQUIRE, CONSUME_MO));
-        fut__plain_write(&c->waker, sizeof c->waker);
-        fut_waker_drop(&c->waker);
+        s &= ~(uintptr_t)WAKER;
+        fut_waker_drop(&cur);
     }
-    fut__plain_write(&c->waker, sizeof c->waker);
-    fut__waker_store(&c->waker, fut_waker_clone(w));
-    /* Release: publishes 'waker' to the completer's acquire RMW.
-     * Acquire: if READY is already there, pairs with its release. */
-    uintptr_t prev = fut__fetch_or(&c->state, WAKER, FUT__ACQ_REL);
+    {
+        /* Field by field: see fut__waker_store in internal.h. */
+        struct fut_waker n = fut_waker_clone(w);
+        slot_write(c, n);
+    }
+    for (;;) {
 #ifndef FUT_MC_BUG_NO_RECHECK
-    if (prev & (READY | TX_CLOSED)) {
-        /* The completer published without seeing the waker: it will
-         * never read the slot, so we take the waker back (rules above). */
-        fut__fetch_and(&c->state, ~(uintptr_t)WAKER, FUT__RELAXED);
-        fut__plain_write(&c->waker, sizeof c->waker);
-        fut_waker_drop(&c->waker);
-        return prev;
-    }
+        if (s & (READY | TX_CLOSED)) {
+            /* The completion came first and never saw this waker. */
+            slot_drop(c);
+            return s;
+        }
 #endif
-    return prev | WAKER;
+        /* Release: publishes the slot to the completer's acquire.
+         * Acquire (both outcomes): READY's release, if it is there. */
+        uintptr_t n = (s | WAKER) + GEN_STEP;
+        if (fut__cas(&c->state, &s, n, FUT__ACQ_REL, CONSUME_MO))
+            return n;
+    }
 }
 
 /* Completer side, after its publishing RMW returned 'prev'. */
 static void cell_wake(struct fut__cell *c, uintptr_t prev)
 {
     if ((prev & WAKER) && !(prev & RX_CLOSED)) {
-        fut__plain_read(&c->waker, sizeof c->waker);
-        struct fut_waker w = c->waker; /* read only: see cell_register */
+        struct fut_waker w = slot_read(c); /* ours now (rules) */
         fut_waker_wake(&w);
     }
 }
@@ -190,14 +227,11 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
 {
     if (fut__load(&c->wflag, FUT__RELAXED))
         return s; /* registered once already (the models poll once) */
-    fut__plain_write(&c->waker, sizeof c->waker);
-    fut__waker_store(&c->waker, fut_waker_clone(w));
+    slot_write(c, fut_waker_clone(w));
     fut__store(&c->wflag, 1, FUT__RELEASE); /* the bug: not an RMW */
     s = fut__load(&c->state, FUT__ACQUIRE);
-    if ((s & (READY | TX_CLOSED)) && fut__swap(&c->wflag, 0, FUT__ACQUIRE)) {
-        fut__plain_write(&c->waker, sizeof c->waker);
-        fut_waker_drop(&c->waker);
-    }
+    if ((s & (READY | TX_CLOSED)) && fut__swap(&c->wflag, 0, FUT__ACQUIRE))
+        slot_drop(c);
     return s;
 }
 
@@ -205,8 +239,7 @@ static void cell_wake(struct fut__cell *c, uintptr_t prev)
 {
     (void)prev;
     if (fut__swap(&c->wflag, 0, FUT__ACQ_REL)) {
-        fut__plain_read(&c->waker, sizeof c->waker);
-        struct fut_waker w = c->waker; /* read only: see cell_register */
+        struct fut_waker w = slot_read(c);
         fut_waker_wake(&w);
     }
 }
@@ -299,10 +332,8 @@ int fut_cell_close(struct fut_cell *cc)
      * released by our caller); release orders our slot writes before a
      * completer that now sees RX_CLOSED. */
     uintptr_t prev = fut__fetch_or(&c->state, RX_CLOSED, FUT__ACQ_REL);
-    if ((prev & WAKER) && !(prev & (READY | TX_CLOSED))) {
-        fut__plain_write(&c->waker, sizeof c->waker);
-        fut_waker_drop(&c->waker); /* no completer saw it: ours */
-    }
+    if ((prev & WAKER) && !(prev & (READY | TX_CLOSED)))
+        slot_drop(c); /* no completer saw it: ours */
     return (prev & READY) && !(prev & TAKEN);
 }
 
@@ -316,12 +347,16 @@ int fut_cell_is_complete(const struct fut_cell *cc)
  *
  * One allocation: the cell, the dtor, then the value bytes. There is one
  * sender and one receiver, so no completer race exists: send skips the
- * COMPLETING step and publishes with one RMW. Lifetime rides on the same
- * word (no separate refcount):
- *   - the sender is finished after its publishing RMW if it saw no WAKER,
- *     or after setting TX_DONE once it has read the waker;
- *   - the receiver is finished when it sets TAKEN or RX_CLOSED;
- *   - whoever finishes second frees the block.
+ * COMPLETING step and publishes with one CAS that also validates the
+ * waker it read before (see the ownership rules): after that CAS the
+ * sender never touches the block again, it wakes from its copy. Lifetime
+ * rides on the same word (no separate refcount, no TAKEN):
+ *   - the sender is finished at its publishing CAS (READY or TX_CLOSED),
+ *     or when it finds RX_CLOSED instead (then it does not publish);
+ *   - the receiver is finished when it sees READY or TX_CLOSED (take,
+ *     or a drop whose RX_CLOSED RMW saw them), or sets RX_CLOSED first;
+ *   - whoever finishes second frees the block: the receiver when it saw
+ *     the sender's publish, the sender when it saw RX_CLOSED.
  */
 struct fut__oneshot {
     struct fut__cell cell;
@@ -396,31 +431,51 @@ int fut_oneshot_new(size_t size, void (*dtor)(void *value),
     return 0;
 }
 
-/* Sender's last step: publish 'bits' (READY or TX_CLOSED), wake the
- * receiver if its waker was seen, and free the block if the receiver is
- * already finished. */
-static void oneshot_tx_finish(struct fut__oneshot *ch, uintptr_t bits,
-                              uintptr_t *seen)
+/* Sender's last step: publish 'bits' (READY or TX_CLOSED) unless the
+ * receiver is gone, waking it if it registered. Returns the state the
+ * publish replaced, or one with RX_CLOSED when it did not publish (and
+ * freed the block: the receiver finished first, so nothing was
+ * delivered). */
+static uintptr_t oneshot_tx_finish(struct fut__oneshot *ch, uintptr_t bits)
 {
-    uintptr_t prev = cell_publish(&ch->cell, bits);
-    *seen = prev;
-    if ((prev & WAKER) && !(prev & RX_CLOSED)) {
-        fut__plain_read(&ch->cell.waker, sizeof ch->cell.waker);
-        struct fut_waker w = ch->cell.waker; /* read only */
-        /* Release: our read of the slot happens before the receiver's
-         * free. Acquire: sees the receiver's last writes if it frees. */
-        uintptr_t p2 = fut__fetch_or(&ch->cell.state, TX_DONE, FUT__ACQ_REL);
-        /* The receiver finished after our publish: if it dropped rather
-         * than took, the delivered value is the channel's to destroy. */
-        if (p2 & (TAKEN | RX_CLOSED))
-            oneshot_free(ch, bits == READY && !(p2 & TAKEN));
-        fut_waker_wake(&w);
-        return;
+    struct fut__cell *c = &ch->cell;
+#ifdef FUT_MC_BUG_WAKE_EARLY
+    /* (e): wakes the receiver before READY is visible, then publishes
+     * without looking at the slot again. */
+    uintptr_t e = fut__load(&c->state, FUT__ACQUIRE);
+    if ((e & WAKER) && !(e & RX_CLOSED) &&
+        fut__cas(&c->state, &e, e & ~(uintptr_t)WAKER, FUT__ACQUIRE,
+                 FUT__ACQUIRE)) {
+        struct fut_waker ew = slot_read(c);
+        fut_waker_wake(&ew);
     }
-    /* The receiver finished before our publish (it cannot take before
-     * READY): it closed, so the value was never delivered. */
-    if (prev & (TAKEN | RX_CLOSED))
+    uintptr_t ep = fut__fetch_or(&c->state, bits, FUT__ACQ_REL);
+    if (ep & RX_CLOSED)
         oneshot_free(ch, 0);
+    return ep;
+#else
+    /* Acquire: a WAKER seen here brings the slot's contents with it. */
+    uintptr_t s = fut__load(&c->state, FUT__ACQUIRE);
+    for (;;) {
+        if (s & RX_CLOSED) {
+            /* The receiver finished first and will not touch the block
+             * (it frees only after seeing our publish). */
+            oneshot_free(ch, 0);
+            return s;
+        }
+        struct fut_waker w = {0, 0};
+        if (s & WAKER)
+            w = slot_read(c); /* ours if the CAS below succeeds */
+        /* Release: the value bytes (and our reads of the slot) before the
+         * receiver, which may free the block once it sees 'bits'.
+         * Acquire on failure: a new WAKER's slot contents. */
+        if (fut__cas(&c->state, &s, s | bits, FUT__RELEASE, FUT__ACQUIRE)) {
+            if (s & WAKER)
+                fut_waker_wake(&w);
+            return s;
+        }
+    }
+#endif
 }
 
 int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value)
@@ -428,20 +483,11 @@ int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value)
     struct fut__oneshot *ch = tx->ch;
     FUT_CHECK(ch != 0); /* send on a consumed sender */
     tx->ch = 0;
-    uintptr_t s = fut__load(&ch->cell.state, FUT__ACQUIRE);
-    if (s & RX_CLOSED) {
-        /* Receiver gone: it cannot free while we hold the sender. */
-        oneshot_release(ch);
-        return FUT_ECLOSED;
-    }
     fut__plain_write(ch->cell.slot, ch->cell.size);
     copy_value(ch->cell.slot, value, ch->cell.size);
-    uintptr_t prev;
-    oneshot_tx_finish(ch, READY, &prev);
-    /* The receiver closed between our check and the publish: the value
-     * was not delivered; it is still the caller's (the slot copy is dead,
-     * and the dtor is not run on it (oneshot_tx_finish frees undelivered). */
-    return (prev & RX_CLOSED) ? FUT_ECLOSED : 0;
+    /* The receiver closed before the publish: the value was not
+     * delivered; it is still the caller's (the slot copy is dead). */
+    return (oneshot_tx_finish(ch, READY) & RX_CLOSED) ? FUT_ECLOSED : 0;
 }
 
 void fut_oneshot_tx_drop(struct fut_oneshot_tx *tx)
@@ -450,8 +496,7 @@ void fut_oneshot_tx_drop(struct fut_oneshot_tx *tx)
     if (!ch)
         return;
     tx->ch = 0;
-    uintptr_t prev;
-    oneshot_tx_finish(ch, TX_CLOSED, &prev);
+    (void)oneshot_tx_finish(ch, TX_CLOSED);
 }
 
 int fut_oneshot_tx_is_closed(const struct fut_oneshot_tx *tx)
@@ -462,7 +507,7 @@ int fut_oneshot_tx_is_closed(const struct fut_oneshot_tx *tx)
 }
 
 /* The receiver is finished with a value or a close seen in 's' (READY or
- * TX_CLOSED set). */
+ * TX_CLOSED set): the sender is finished too, so the block is ours. */
 static int oneshot_rx_finish(struct fut__oneshot *ch, uintptr_t s, void *out)
 {
     int r = FUT_ECLOSED;
@@ -471,15 +516,7 @@ static int oneshot_rx_finish(struct fut__oneshot *ch, uintptr_t s, void *out)
         copy_value(out, ch->cell.slot, ch->cell.size);
         r = 0;
     }
-    if (!(s & WAKER) || (s & TX_DONE)) {
-        /* The sender touches the block no more: free it without an RMW. */
-        oneshot_release(ch);
-        return r;
-    }
-    /* The sender owns our waker and is still using the block. */
-    uintptr_t prev = fut__fetch_or(&ch->cell.state, TAKEN, FUT__ACQ_REL);
-    if (prev & TX_DONE)
-        oneshot_release(ch);
+    oneshot_release(ch);
     return r;
 }
 
@@ -507,15 +544,14 @@ void fut_oneshot_rx_drop(struct fut_oneshot_rx *rx)
     while ((s & WAKER) && !(s & (READY | TX_CLOSED))) {
         if (fut__cas(&ch->cell.state, &s, s & ~(uintptr_t)WAKER,
                      FUT__ACQUIRE, FUT__ACQUIRE)) {
-            fut__plain_write(&ch->cell.waker, sizeof ch->cell.waker);
-            fut_waker_drop(&ch->cell.waker); /* the sender never saw it */
+            slot_drop(&ch->cell); /* the sender never used it */
             break;
         }
     }
+    /* Acquire: the sender's writes, if it finished (we free the block).
+     * Release: our last uses of the block before a sender that frees. */
     uintptr_t prev = fut__fetch_or(&ch->cell.state, RX_CLOSED, FUT__ACQ_REL);
-    int tx_done = (prev & (READY | TX_CLOSED)) &&
-                  (!(prev & WAKER) || (prev & TX_DONE));
-    if (tx_done)
+    if (prev & (READY | TX_CLOSED))
         oneshot_free(ch, (prev & READY) != 0);
 }
 

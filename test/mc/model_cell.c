@@ -406,6 +406,30 @@ static void m_oneshot_rxdrop_txdrop(void)
     task_finish(t);
 }
 
+/* (5f) recv-future poll with one waker, then with another (the slot is
+ * rewritten) || send, which reads the slot before its publishing CAS:
+ * the waker woken is the one registered when the CAS succeeded - never
+ * the dropped first one (a use after free of its record) - and the
+ * receiver is woken (no deadlock). Catches a registration that does not
+ * bump GEN (ABA: the CAS succeeds on a rewritten slot). */
+static void m_oneshot_rewake_send(void)
+{
+    oneshot_setup();
+    struct task *a = task_new();
+    struct task *b = task_new();
+    struct fut_context cxa = task_cx(a);
+    struct fut_context cxb = task_cx(b);
+    int th = mc_spawn(send_thread, 0);
+    if (fut_poll(&recv_f.base, &cxa) == FUT_PENDING)
+        recv_until_ready(&cxb);
+    mc_join(th);
+    mc_assert(recv_f.result == 0 && recv_out == 7, "value not received");
+    mc_assert(send_ret == 0 && dtors == 0, "send / dtor");
+    fut_drop(&recv_f.base);
+    task_finish(a);
+    task_finish(b);
+}
+
 /* (5e) try_recv (spinning on FUT_EEMPTY) || send. */
 static void m_oneshot_tryrecv_send(void)
 {
@@ -437,6 +461,7 @@ static const struct mc_model models[] = {
     {"oneshot_poll_txdrop", m_oneshot_poll_txdrop, -1},
     {"oneshot_rxdrop_txdrop", m_oneshot_rxdrop_txdrop, -1},
     {"oneshot_tryrecv_send", m_oneshot_tryrecv_send, -1},
+    {"oneshot_rewake_send", m_oneshot_rewake_send, -1},
 };
 
 int main(int argc, char **argv)
