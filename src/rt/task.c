@@ -33,7 +33,9 @@
  *   complete: fetch_xor(RUNNING|COMPLETE) by the owner, then unlink and
  *             drop the list's reference; a detached task (no
  *             JOIN_INTEREST) unlinks first and does both in one
- *             fetch_sub.
+ *             fetch_sub - or in no RMW at all when an acquire load finds
+ *             the list's reference the only one (nobody else can reach
+ *             the task, so nobody reads the word again): it frees it.
  *   abort:    a wake that also sets CANCELLED, and an
  *             idle task is dropped at once by the aborting thread when
  *             its scheduler allows it there (drop_here: the current-thread
@@ -129,6 +131,22 @@ static void task_complete(struct fut_task *t, int cancelled)
          * other bit. Release: our drop of the future before whoever
          * frees; acquire: their uses before our free. */
         t->sched->vt->unlink(t->sched, t);
+#ifndef FUT_MC_BUG_UNIQUE_RELAXED
+        /* Acquire: pairs with the release of every reference dropped
+         * before (a waker's drop or wake), so their uses of the task
+         * happen before our free. */
+        uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
+#else
+        /* Seeded bug (test/mc): the count read without the acquire. */
+        uintptr_t s = fut__load(&t->state, FUT__RELAXED);
+#endif
+        if ((s & REF_MASK) == REF_ONE) {
+            /* The list's reference is the only one: no other thread can
+             * reach the task (a new reference is cloned from an existing
+             * one), so nobody reads COMPLETE - free it without an RMW. */
+            t->sched->vt->free_task(t->sched, t);
+            return;
+        }
         uintptr_t prev = fut__fetch_sub(
             &t->state, RUNNING + REF_ONE - COMPLETE, FUT__ACQ_REL);
         FUT_ASSERT((prev & (RUNNING | COMPLETE)) == RUNNING);
