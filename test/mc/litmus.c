@@ -147,6 +147,45 @@ static void sb_fenced(void)
     mc_assert(r1 || r2, "both loads read 0 despite the fences");
 }
 
+/* Asymmetric Dekker: A stores and loads with only a compiler barrier in
+ * between, B stores, runs membarrier, loads. TSO lets A's load pass its
+ * own buffered store; the membarrier flushes A's buffer (or A's load comes
+ * after it and sees B's store), so the two cannot both read 0. Without
+ * it: store buffering again. */
+static int sbm_barrier = 1;
+
+static void sbm_a(void *arg)
+{
+    (void)arg;
+    mc_store(&x, 1, RLX, L);
+    r1 = mc_load(&y, RLX, L);
+}
+
+static void sbm_b(void *arg)
+{
+    (void)arg;
+    mc_store(&y, 1, RLX, L);
+    if (sbm_barrier)
+        mc_membarrier(L);
+    r2 = mc_load(&x, RLX, L);
+}
+
+static void sb_membarrier(void)
+{
+    reset();
+    sbm_barrier = 1;
+    run2(sbm_a, sbm_b);
+    mc_assert(r1 || r2, "both loads read 0 despite the membarrier");
+}
+
+static void sb_no_membarrier(void)
+{
+    reset();
+    sbm_barrier = 0;
+    run2(sbm_a, sbm_b);
+    mc_assert(r1 || r2, "both loads read 0 (store buffering)");
+}
+
 /* ------------------------------------------------------ message passing */
 
 static int mp_kind; /* 0 relaxed, 1 release/acquire, 2 fences */
@@ -481,6 +520,9 @@ static const struct lcase cases[] = {
     {"sb_release", sb_rel, MC_MEM_TSO, MC_FAIL_ASSERT, -1, 0},
     {"sb_seq_cst", sb_sc, MC_MEM_TSO, MC_OK, -1, 0},
     {"sb_fenced", sb_fenced, MC_MEM_TSO, MC_OK, -1, 0},
+    {"sb_membarrier", sb_membarrier, MC_MEM_TSO, MC_OK, -1, 0},
+    {"sb_no_membarrier", sb_no_membarrier, MC_MEM_TSO, MC_FAIL_ASSERT, -1,
+     0},
     {"sb_outcomes", sb_outcomes, MC_MEM_SC, MC_OK, -1, 0xe},
     {"sb_outcomes", sb_outcomes, MC_MEM_TSO, MC_OK, -1, 0xf},
     {"mp_relaxed", mp_relaxed, MC_MEM_SC, MC_FAIL_RACE, -1, 0},

@@ -36,6 +36,12 @@ _Bool mc_cas(_Atomic uintptr_t *p, uintptr_t *expected, uintptr_t desired,
 uintptr_t mc_rmw(_Atomic uintptr_t *p, int op, uintptr_t v, int mo,
                  const char *file, int line);
 void mc_fence(int mo, const char *file, int line);
+/* Asymmetric fence (Linux membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)):
+ * a seq_cst fence for the caller and, at this instant, a full barrier in
+ * every other thread - in TSO, every thread's buffered stores reach
+ * memory now. It adds no happens-before edge (as on hardware, what it
+ * orders is read through atomics). */
+void mc_membarrier(const char *file, int line);
 
 /* Annotations of plain (non-atomic) accesses to shared data: race-checked
  * against happens-before, and checked against freed blocks. */

@@ -19,7 +19,7 @@ struct mc_vc {
 enum mc_op {
     OP_START, OP_LOAD, OP_STORE, OP_SWAP, OP_CAS, OP_RMW, OP_FENCE,
     OP_READ, OP_WRITE, OP_YIELD, OP_ALLOC, OP_FREE, OP_SPAWN, OP_JOIN,
-    OP_PARK, OP_UNPARK, OP_LOCK, OP_UNLOCK, OP_EXIT
+    OP_PARK, OP_UNPARK, OP_LOCK, OP_UNLOCK, OP_EXIT, OP_MEMBARRIER
 };
 
 /* A TSO store-buffer entry: the value and the release clock it carries

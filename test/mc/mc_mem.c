@@ -310,6 +310,8 @@ int mc__touches(const struct mc_thread *t, const struct mc_thread *u)
             if (p->mo == memory_order_seq_cst && drains)
                 return 1;
             break;
+        case OP_MEMBARRIER:
+            return 1; /* it flushes every buffer, u's included */
         case OP_FREE:
             if (drains || in_block_of(a, p->addr))
                 return 1;
@@ -547,6 +549,19 @@ void mc_fence(int mo, const char *file, int line)
         mc__trace("T%d fence     %s  %s:%d", mc__g.cur, mo_name(mo),
                   mc__base(file), line);
     mc__tick(t);
+}
+
+void mc_membarrier(const char *file, int line)
+{
+    if (!mc__g.active)
+        return; /* outside an execution: one thread, nothing to order */
+    mc__point(OP_MEMBARRIER, memory_order_seq_cst, 0, 0, file, line);
+    if (mc__g.mem == MC_MEM_TSO)
+        for (int i = 0; i < mc__g.nthreads; i++)
+            mc__sb_drain(&mc__g.th[i]);
+    if (mc__g.tracing)
+        mc__trace("T%d membarrier  %s:%d", mc__g.cur, mc__base(file), line);
+    mc__tick(mc__self());
 }
 
 /* --------------------------------------------------------- plain data */

@@ -228,7 +228,7 @@ static const char *op_name(int op)
     static const char *const names[] = {
         "start", "load", "store", "swap", "cas", "rmw", "fence", "read",
         "write", "yield", "alloc", "free", "spawn", "join", "park",
-        "unpark", "lock", "unlock", "exit"};
+        "unpark", "lock", "unlock", "exit", "membarrier"};
     return names[op];
 }
 
