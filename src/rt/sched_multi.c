@@ -82,6 +82,7 @@
 #include <unistd.h>
 
 #include "io/driver.h"
+#include "rt/lifo.h"
 #include "rt/queue.h"
 #include "rt/rt_internal.h"
 #include "rt/slab.h"
@@ -154,7 +155,7 @@ struct mt_sched;
 struct mt_worker {
     /* --- read and written by other threads --- */
     _Alignas(64) struct fut__ring ring;
-    _Alignas(64) fut__aword lifo;  /* a task, or 0 */
+    _Alignas(64) struct fut__lifo lifo; /* a task, or 0 (rt/lifo.h) */
     fut__aword pstate;             /* parker: P_* */
     fut__aword sleeping;           /* in 'sleepers' (set under sleep_lock) */
     fut__aword handoff;            /* a task given to it as it is woken */
@@ -194,6 +195,8 @@ struct mt_sched {
     int n;
     int budget;
     int event_interval;
+    int asym;        /* membarrier works: owners take their LIFO slot
+                        without a locked instruction (rt/lifo.h) */
     struct mt_worker *w;
     void *w_mem;
     size_t w_bytes;
@@ -624,7 +627,7 @@ static int need_watch(struct mt_sched *m)
 static int any_lifo(struct mt_sched *m)
 {
     for (int i = 0; i < m->n; i++)
-        if (fut__load(&m->w[i].lifo, FUT__RELAXED))
+        if (fut__load(&m->w[i].lifo.task, FUT__RELAXED))
             return 1;
     return 0;
 }
@@ -769,22 +772,11 @@ FUT__HOT_INLINE void push_ring(struct mt_worker *w, struct fut_task *t,
 static void push_lifo(struct mt_worker *w, struct fut_task *t)
 {
     struct mt_sched *m = w->m;
-    /* Only the owner fills the slot and thieves only empty it, so into a
-     * slot we see empty a store will do (no locked instruction on the
-     * common path); if we see it full, the task there may be leaving
-     * with a thief: swap. (We may see our own old store after a thief
-     * emptied it: then the swap finds 0, which is handled.) Release: the
-     * task's state before a thief's acquire swap. */
-    uintptr_t prev = fut__load(&w->lifo, FUT__RELAXED);
-    if (prev == 0) {
-        fut__store(&w->lifo, (uintptr_t)t, FUT__RELEASE);
-    } else {
-        /* Acquire: the displaced task, if a thief did not take it. */
-        prev = fut__swap(&w->lifo, (uintptr_t)t, FUT__ACQ_REL);
-        if (prev) {
-            push_ring(w, (struct fut_task *)prev, PUSH_NEW);
-            return;
-        }
+    /* A store into an empty slot, a swap into a full one (rt/lifo.h). */
+    struct fut_task *prev = fut__lifo_push(&w->lifo, t);
+    if (prev) {
+        push_ring(w, prev, PUSH_NEW);
+        return;
     }
     /* No fence needed between the store and need_watch's seq_cst loads:
      * what keeps a watcher is ordering against our unpark RMW on 'idle',
@@ -1051,7 +1043,7 @@ static int has_own_work(struct mt_worker *w)
 {
     return w->lq_head || fut__load(&w->rl_n, FUT__RELAXED) ||
            fut__load(&w->handoff, FUT__RELAXED) ||
-           fut__load(&w->lifo, FUT__RELAXED) || fut__ring_len(&w->ring);
+           fut__load(&w->lifo.task, FUT__RELAXED) || fut__ring_len(&w->ring);
 }
 
 /* Steals from a peer that looks stuck in one long poll (see the rules):
@@ -1068,7 +1060,8 @@ static struct fut_task *steal_stuck(struct mt_worker *w)
         struct seen *sn = &w->seen[i];
         if (v == w)
             continue;
-        if (!fut__load(&v->lifo, FUT__RELAXED) && !fut__ring_len(&v->ring)) {
+        if (!fut__load(&v->lifo.task, FUT__RELAXED) &&
+            !fut__ring_len(&v->ring)) {
             sn->armed = 0;
             continue;
         }
@@ -1096,8 +1089,9 @@ static struct fut_task *steal_stuck(struct mt_worker *w)
             stat_add(w, ST_STOLEN, moved);
             return t;
         }
-        /* Acquire: pairs with the owner's swap that put the task in. */
-        t = (struct fut_task *)fut__swap(&v->lifo, 0, FUT__ACQ_REL);
+        /* Only while it is inside a poll (rt/lifo.h's rules). */
+        t = fut__lifo_steal(&v->lifo, &v->st[ST_POLLS],
+                            &v->st[ST_POLLS_DONE], m->asym);
         if (t) {
             stat_inc(w, ST_STEALS);
             stat_inc(w, ST_STOLEN);
@@ -1162,8 +1156,8 @@ static struct fut_task *next_task(struct mt_worker *w)
     /* Thread-affine tasks alternate with the ring. */
     if (w->lq_head && ((w->tick & 1) || !fut__ring_len(&w->ring)))
         return lq_pop(w);
-    if (fut__load(&w->lifo, FUT__RELAXED) &&
-        (t = (struct fut_task *)fut__swap(&w->lifo, 0, FUT__ACQ_REL)))
+    if (fut__load(&w->lifo.task, FUT__RELAXED) &&
+        (t = (struct fut_task *)fut__swap(&w->lifo.task, 0, FUT__ACQ_REL)))
         return t;
     if ((t = fut__ring_pop(&w->ring)))
         return t;
@@ -1279,8 +1273,11 @@ static struct fut_task *park_worker(struct mt_worker *w)
 static void run_one(struct mt_worker *w, struct fut_task *t, int *budget)
 {
     struct mt_sched *m = w->m;
-    stat_inc(w, ST_POLLS); /* before: counted once it started (and the
-                              stuck detection of steal_stuck reads it) */
+    /* Before: counted once it started. Release: steal_stuck reads it for
+     * the stuck detection, and a thief of the LIFO slot (acquire) needs
+     * the slot's last take before it (rt/lifo.h). */
+    fut__store(&w->st[ST_POLLS], fut__load(&w->st[ST_POLLS], FUT__RELAXED) + 1,
+               FUT__RELEASE);
     enum fut__run_result r = fut__task_poll(t, budget);
     /* Release, after the poll: a thread that reads it (acquire, in
      * fut_runtime_stats) sees everything the poll did, so a test that
@@ -1329,10 +1326,10 @@ __attribute__((flatten)) static void run_tick(struct mt_worker *w,
     int budget = m->budget;
     w->lifo_enabled = 1;
     run_one(w, t, &budget);
-    for (int polls = 0; fut__load(&w->lifo, FUT__RELAXED); polls++) {
-        /* Acquire: the task was put there by us, or is being stolen. */
-        struct fut_task *l = (struct fut_task *)fut__swap(&w->lifo, 0,
-                                                          FUT__ACQ_REL);
+    for (int polls = 0; fut__load(&w->lifo.task, FUT__RELAXED); polls++) {
+        /* After run_one's store of ST_POLLS_DONE: no locked instruction
+         * unless a thief is looking (rt/lifo.h). */
+        struct fut_task *l = fut__lifo_take(&w->lifo, m->asym);
         if (!l)
             break;
         if (budget == 0) {
@@ -1587,7 +1584,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     w->m = m;
     w->index = i;
     fut__ring_init(&w->ring);
-    fut__aword_init(&w->lifo, 0);
+    fut__lifo_init(&w->lifo);
     fut__aword_init(&w->pstate, P_EMPTY);
     fut__aword_init(&w->sleeping, 0);
     fut__aword_init(&w->handoff, 0);
@@ -1664,6 +1661,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     m->n = n;
     m->budget = cfg->budget;
     m->event_interval = cfg->event_interval;
+    m->asym = fut__membarrier_init();
     list_init(&m->foreign);
     fut__aword_init(&m->inject_n, 0);
     fut__aword_init(&m->closing, 0);
@@ -1740,7 +1738,7 @@ static void cancel_queued(struct mt_worker *w)
         fut__task_cancel(t);
     if ((t = (struct fut_task *)fut__swap(&w->handoff, 0, FUT__ACQUIRE)))
         fut__task_cancel(t);
-    if ((t = (struct fut_task *)fut__swap(&w->lifo, 0, FUT__ACQUIRE)))
+    if ((t = (struct fut_task *)fut__swap(&w->lifo.task, 0, FUT__ACQUIRE)))
         fut__task_cancel(t);
     while ((t = fut__ring_pop(&w->ring)))
         fut__task_cancel(t);

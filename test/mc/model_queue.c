@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mc.h"
+#include "rt/lifo.h"
 #include "rt/queue.h"
 #include "rt/rt_internal.h"
 
@@ -192,18 +193,69 @@ static void m_steal_steal(void)
     check_exactly_once(4);
 }
 
+/* ------------------------------------------------------- the LIFO slot */
+
+/* The owner runs ROUNDS polls; poll r stores 'started' = r, wakes task r
+ * into the slot (a push), stores 'done' = r and takes the slot, as
+ * run_tick does. A thief (sched_multi.c's steal_stuck, which would only
+ * look at a worker it saw stuck) tries LIFO_TRIES steals at any moment.
+ * Every task must come out exactly once: a take, a steal, a task the
+ * push displaced (the owner queues it), or what is left at the end. */
+#define LIFO_ROUNDS 2
+#define LIFO_TRIES 2
+static struct fut__lifo lifo;
+static fut__aword started, done;
+
+static void lifo_thief(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < LIFO_TRIES; i++) {
+        struct fut_task *t = fut__lifo_steal(&lifo, &started, &done, 1);
+        if (t)
+            got_thief[idx(t)]++;
+    }
+}
+
+static void m_lifo_take_steal(void)
+{
+    setup();
+    fut__lifo_init(&lifo);
+    mc_init(&started, 0);
+    mc_init(&done, 0);
+    mc_label(&lifo, sizeof lifo, "lifo");
+    int th = mc_spawn(lifo_thief, 0);
+    for (uintptr_t r = 1; r <= LIFO_ROUNDS; r++) {
+        fut__store(&started, r, FUT__RELEASE);
+        struct fut_task *d = fut__lifo_push(&lifo, &tasks[r - 1]);
+        if (d)
+            got_owner[idx(d)]++;
+        fut__store(&done, r, FUT__RELEASE);
+        struct fut_task *t = fut__lifo_take(&lifo, 1);
+        if (t)
+            got_owner[idx(t)]++;
+    }
+    mc_join(th);
+    struct fut_task *left = (struct fut_task *)fut__swap(&lifo.task, 0,
+                                                         FUT__ACQ_REL);
+    if (left)
+        got_owner[idx(left)]++;
+    check_exactly_once(LIFO_ROUNDS);
+}
+
 /* ---------------------------------------------------------------- driver */
 
 /* Every ring operation is several atomic steps, so only pop_steal is
- * small enough to explore without a bound (634,342 executions in TSO);
- * the others run at preemption bound 4 (steal_steal, three threads, at
- * 3), and ctest adds 20,000 unbounded random schedules of each. */
+ * small enough to explore without a bound (1,000,766 executions); the
+ * others run at preemption bound 4 (steal_steal, three threads, and
+ * lifo_take_steal at 3: 25,577,486 TSO executions unbounded with one
+ * steal try), and ctest adds 20,000 unbounded random schedules of each. */
 static const struct mc_model models[] = {
     {"push_steal", m_push_steal, 4},
     {"pop_steal", m_pop_steal, -1},
     {"overflow_steal", m_overflow_steal, 4},
     {"wrap_steal", m_wrap_steal, 4},
     {"steal_steal", m_steal_steal, 3},
+    {"lifo_take_steal", m_lifo_take_steal, 3},
 };
 
 int main(int argc, char **argv)
