@@ -1396,11 +1396,7 @@ static void worker_exit(struct mt_worker *w)
     }
 }
 
-/* Flattened too: run_tick and next_task inline into the loop, so a tick
- * costs no call and no register saves (yield_many mt2 257 -> 241
- * instructions per yield, spawn_many -6.5%; callgrind). The cold paths
- * come along: 4 KB more text. */
-__attribute__((flatten)) static void worker_loop(struct mt_worker *w)
+static void worker_loop(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
     while (!fut__load(&m->stop, FUT__ACQUIRE)) {
