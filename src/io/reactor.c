@@ -54,7 +54,6 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
         fut__free(io, sizeof *io);
         return FUT_ENOMEM;
     }
-    fut__aword_init(&io->readiness, ready);
     fut__aword_init(&io->refs, 1);
     io->fd = fd;
     io->kind = kind;
@@ -65,6 +64,13 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
     io->hr.dir = FUT__DIR_READ;
     io->hw.core = io;
     io->hw.dir = FUT__DIR_WRITE;
+    /* Release, last: the driver's first look at this fd follows an epoll
+     * event, a hand-off through the kernel that the memory model (and
+     * ThreadSanitizer) does not see. Every later write of 'readiness' is
+     * an RMW or another release store, so the dispatcher's acquire load
+     * reads from a release sequence this store starts or that comes after
+     * it: the fields above happen before the dispatch. */
+    fut__store(&io->readiness, ready, FUT__RELEASE);
     *out = &io->h;
     return 0;
 }
@@ -161,7 +167,8 @@ void fut__io_unwait(struct fut__io *io, unsigned dir)
 
 void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
 {
-    uintptr_t cur = fut__load(&io->readiness, FUT__RELAXED), nw;
+    /* Acquire: pairs with fut__io_new's release store (see there). */
+    uintptr_t cur = fut__load(&io->readiness, FUT__ACQUIRE), nw;
     do {
         nw = (cur & ~TICK_MASK) | ready |
              ((uintptr_t)tick << FUT__IO_TICK_SHIFT);
@@ -223,7 +230,7 @@ void fut__io_detach_all(struct fut__iodrv *d)
         take_wakers(io, &r, &w);
         /* Try first again, on whichever runtime waits on it next. */
         fut__store(&io->readiness, FUT__RD_READ | FUT__RD_WRITE,
-                   FUT__RELAXED);
+                   FUT__RELEASE); /* heads a new release sequence */
         fut__mutex_unlock(&io->lock);
         fut_waker_drop(&r);
         fut_waker_drop(&w);
