@@ -174,11 +174,7 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
         s &= ~(uintptr_t)WAKER;
         fut_waker_drop(&cur);
     }
-    {
-        /* Field by field: see fut__waker_store in internal.h. */
-        struct fut_waker n = fut_waker_clone(w);
-        slot_write(c, n);
-    }
+    slot_write(c, fut_waker_clone(w)); /* two word stores */
     for (;;) {
 #ifndef FUT_MC_BUG_NO_RECHECK
         if (s & (READY | TX_CLOSED)) {

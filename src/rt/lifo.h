@@ -22,8 +22,8 @@
  *     'thief' before P finished, with the 'done' store before it, by P,
  *     so a thief reading done < started sees a 'started' stored after
  *     that take: the take's store of 0 happens before the thief's swap,
- *     which finds the slot empty or
- *     holding a task of the new poll (whose take comes after P: a swap);
+ *     which finds the slot empty or holding a task of the new poll
+ *     (whose take comes after P);
  *   - only the owner fills the slot, and thieves only empty it: into a
  *     slot the owner sees empty, a store will do; into a full one it
  *     swaps, since the task there may be leaving with a thief;

@@ -244,6 +244,14 @@ static void stat_inc(struct mt_worker *w, int i)
                FUT__RELAXED);
 }
 
+/* The same, published with release (what the counter's readers then
+ * need is said where it is called). */
+static void stat_inc_release(struct mt_worker *w, int i)
+{
+    fut__store(&w->st[i], fut__load(&w->st[i], FUT__RELAXED) + 1,
+               FUT__RELEASE);
+}
+
 static void stat_add(struct mt_worker *w, int i, uintptr_t n)
 {
     fut__store(&w->st[i], fut__load(&w->st[i], FUT__RELAXED) + n,
@@ -1278,16 +1286,13 @@ static void run_one(struct mt_worker *w, struct fut_task *t, int *budget)
     /* Before: counted once it started. Release: steal_stuck reads it for
      * the stuck detection, and a thief of the LIFO slot (acquire) needs
      * the slot's last take before it (rt/lifo.h). */
-    fut__store(&w->st[ST_POLLS], fut__load(&w->st[ST_POLLS], FUT__RELAXED) + 1,
-               FUT__RELEASE);
+    stat_inc_release(w, ST_POLLS);
     enum fut__run_result r = fut__task_poll(t, budget);
     /* Release, after the poll: a thread that reads it (acquire, in
      * fut_runtime_stats) sees everything the poll did, so a test that
      * waits for "no more polls" may then read what the tasks wrote (free
      * on x86: a plain store). */
-    fut__store(&w->st[ST_POLLS_DONE],
-               fut__load(&w->st[ST_POLLS_DONE], FUT__RELAXED) + 1,
-               FUT__RELEASE);
+    stat_inc_release(w, ST_POLLS_DONE);
     if (r == FUT__RUN_DONE)
         return;
     if (*budget == 0)
