@@ -593,6 +593,114 @@ START_TEST(spawn_local_affinity)
 }
 END_TEST
 
+/* Thread-affine tasks woken from another thread run in the order of
+ * those wakes: their worker's remote queue is FIFO. The worker is held
+ * in a long poll (a thread-affine holder, queued after them) while every
+ * wake lands, so that it takes them all at once. */
+#define NORDER 16
+
+struct order_env {
+    struct wslot slot[NORDER];
+    atomic_long taken;  /* ranks handed out (second polls) */
+    atomic_long next;   /* ranks written */
+    atomic_int rank[NORDER]; /* task i's rank */
+    atomic_long holding;
+    atomic_int release;
+    int spawn_err;
+};
+
+struct order_task {
+    struct fut_future base;
+    struct order_env *env;
+    int i;
+    int polled;
+};
+
+static int ot_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct order_task *t = (struct order_task *)f;
+    if (!t->polled) {
+        t->polled = 1;
+        wslot_set(&t->env->slot[t->i], &cx->waker);
+        return FUT_PENDING;
+    }
+    atomic_store(&t->env->rank[t->i],
+                 (int)atomic_fetch_add(&t->env->taken, 1));
+    atomic_fetch_add(&t->env->next, 1);
+    return FUT_READY;
+}
+
+static void ot_drop(struct fut_future *f)
+{
+    struct order_task *t = (struct order_task *)f;
+    wslot_clear(&t->env->slot[t->i]);
+}
+
+static const struct fut_future_vtable ot_vt = {ot_poll, ot_drop,
+                                               "order_task", NULL};
+
+/* Spins in its poll until 'release' (10 s at most). */
+static int oh_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct order_task *t = (struct order_task *)f;
+    (void)cx;
+    atomic_store(&t->env->holding, 1);
+    for (int k = 0; k < 100000 && !atomic_load(&t->env->release); k++)
+        sleep_us(100);
+    return FUT_READY;
+}
+
+static const struct fut_future_vtable oh_vt = {oh_poll, NULL, "order_holder",
+                                               NULL};
+
+static int os_spawn_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct order_task *s = (struct order_task *)f;
+    (void)cx;
+    for (int i = 0; i <= NORDER && !s->env->spawn_err; i++) {
+        struct order_task t;
+        fut_future_init(&t.base, i < NORDER ? &ot_vt : &oh_vt);
+        t.env = s->env;
+        t.i = i;
+        t.polled = 0;
+        s->env->spawn_err = fut_spawn_local(&t, sizeof t, NULL);
+    }
+    return FUT_READY;
+}
+
+static const struct fut_future_vtable os_spawn_vt = {
+    os_spawn_poll, NULL, "order_spawner", NULL};
+
+START_TEST(spawn_local_remote_order)
+{
+    struct fut_runtime *rt = mt_rt(2);
+    static struct order_env env;
+    memset(&env, 0, sizeof env);
+    for (int i = 0; i < NORDER; i++)
+        wslot_init(&env.slot[i]);
+    struct order_task sp;
+    fut_future_init(&sp.base, &os_spawn_vt);
+    sp.env = &env;
+    struct fut_join j;
+    ASSERT_EQ(fut_spawn(rt, &sp, sizeof sp, &j), 0);
+    ASSERT_EQ(fut_block_on(rt, &j.base), 0);
+    fut_drop(&j.base);
+    ASSERT_EQ(env.spawn_err, 0);
+    ASSERT_TRUE(wait_ge(&env.holding, 1));
+    for (int i = 0; i < NORDER; i++) /* queued before the holder: polled */
+        ASSERT_TRUE(wslot_has(&env.slot[i]));
+    for (int i = 0; i < NORDER; i++)
+        ASSERT_TRUE(wslot_wake(&env.slot[i]));
+    atomic_store(&env.release, 1);
+    ASSERT_TRUE(wait_ge(&env.next, NORDER));
+    for (int i = 0; i < NORDER; i++)
+        ck_assert_msg(atomic_load(&env.rank[i]) == i,
+                      "task %d ran as number %d", i,
+                      atomic_load(&env.rank[i]));
+    fut_runtime_free(rt);
+}
+END_TEST
+
 /* --------------------------------------------------------- block_on */
 
 struct bo_arg {
@@ -1249,6 +1357,7 @@ int main(void)
         {"abort_running", abort_running},
         {"join_drop_and_detach", join_drop_and_detach},
         {"spawn_local_affinity", spawn_local_affinity},
+        {"spawn_local_remote_order", spawn_local_remote_order},
         {"block_on_threads", block_on_threads},
         {"shutdown_drops_all", shutdown_drops_all},
         {"metrics", metrics},

@@ -11,7 +11,7 @@
  *     pops or steals it, which polls it. Queues: a worker's ring and LIFO
  *     slot (owner pushes; owner, stealers and the watcher take), its
  *     local queue 'lq' (owner only), its remote-local queue 'rl' (anyone
- *     pushes under 'rl_lock', owner takes), the injection queue (anyone,
+ *     pushes onto the stack, owner takes), the injection queue (anyone,
  *     under 'inject_lock');
  *   - live tasks are on a list so that shutdown finds the idle ones: a
  *     task spawned on worker W is on W's 'owned' (or 'owned_local') list,
@@ -160,9 +160,7 @@ struct mt_worker {
     fut__aword sleeping;           /* in 'sleepers' (set under sleep_lock) */
     fut__aword handoff;            /* a task given to it as it is woken */
     _Alignas(64) fut__aword unlinks; /* stack of tasks completed elsewhere */
-    fut__mutex rl_lock;
-    struct fut_task *rl_head, *rl_tail; /* remote-local queue (rl_lock) */
-    fut__aword rl_n;                    /* its length (a hint) */
+    fut__aword rl; /* remote-local queue: a stack (stack_push) */
     _Alignas(64) fut__aword st[ST__COUNT];
     /* --- the worker's own --- */
     _Alignas(64) struct mt_sched *m;
@@ -333,6 +331,29 @@ static struct fut_task *fifo_pop(struct fut_task **head,
             *tail = NULL;
     }
     return t;
+}
+
+/* Lock-free stack of tasks linked by 'next' (any thread pushes, one
+ * thread takes them all at once: no ABA, a pusher's CAS that succeeds
+ * saw the top it linked to). Returns the top the push replaced. Release:
+ * 't' and its 'next' before a taker's acquire swap; seq_cst where the
+ * caller needs the push ordered against a Dekker check (see callers). */
+static uintptr_t stack_push(fut__aword *top, struct fut_task *t, int mo)
+{
+    uintptr_t old = fut__load(top, FUT__RELAXED);
+    do
+        t->next = (struct fut_task *)old;
+    while (!fut__cas_weak(top, &old, (uintptr_t)t, mo, FUT__RELAXED));
+    return old;
+}
+
+/* Takes the whole stack, newest first; NULL when empty. Acquire: pairs
+ * with the pushers' release. */
+static struct fut_task *stack_take(fut__aword *top)
+{
+    if (fut__load(top, FUT__RELAXED) == 0)
+        return NULL;
+    return (struct fut_task *)fut__swap(top, 0, FUT__ACQUIRE);
 }
 
 /* ----------------------------------------------------------- parking */
@@ -723,30 +744,29 @@ static void lq_push(struct mt_worker *w, struct fut_task *t)
     fifo_push(&w->lq_head, &w->lq_tail, t);
 }
 
+/* A stack, not a locked FIFO: one RMW on the push and one on the take,
+ * no lock line shared by the two threads (xthread_wake: two lock/unlock
+ * pairs per hop before); the take restores the order of the pushes. */
 static void rl_push(struct mt_worker *home, struct fut_task *t)
 {
-    fut__mutex_lock(&home->rl_lock);
-    fifo_push(&home->rl_head, &home->rl_tail, t);
-    fut__store(&home->rl_n, fut__load(&home->rl_n, FUT__RELAXED) + 1,
-               FUT__RELAXED);
-    fut__mutex_unlock(&home->rl_lock);
+    (void)stack_push(&home->rl, t, FUT__RELEASE);
     fut__fetch_add(&home->st[ST_REMOTE], 1, FUT__RELAXED);
     unpark_worker(home); /* a permit if it is awake: it looks at 'rl' */
 }
 
 static void rl_drain(struct mt_worker *w)
 {
-    if (fut__load(&w->rl_n, FUT__RELAXED) == 0)
-        return;
-    fut__mutex_lock(&w->rl_lock);
-    struct fut_task *t = w->rl_head;
-    w->rl_head = w->rl_tail = NULL;
-    fut__store(&w->rl_n, 0, FUT__RELAXED);
-    fut__mutex_unlock(&w->rl_lock);
-    while (t) {
+    struct fut_task *t = stack_take(&w->rl), *fifo = NULL;
+    while (t) { /* newest first: reverse */
         struct fut_task *next = t->next;
-        lq_push(w, t);
+        t->next = fifo;
+        fifo = t;
         t = next;
+    }
+    while (fifo) {
+        struct fut_task *next = fifo->next;
+        lq_push(w, fifo);
+        fifo = next;
     }
 }
 
@@ -948,16 +968,10 @@ static void mt_unlink(struct fut__sched *s, struct fut_task *t)
      * the task alive until then. 'next' is free: no queue holds a
      * completed task. */
     fut__task_ref_inc(t);
-    uintptr_t head = fut__load(&h->unlinks, FUT__RELAXED);
-    do {
-        t->next = (struct fut_task *)head;
-        /* Release: 'next' before the task is visible (pairs with the
-         * home's acquire swap); the home takes the whole stack: no ABA.
-         * Seq_cst: against the home's "sleeping = 1; fence; look at
-         * 'unlinks'" - a sleeping home is woken to free the tasks, one
-         * wake per batch (the push onto an empty stack). */
-    } while (!fut__cas_weak(&h->unlinks, &head, (uintptr_t)t, FUT__SEQ_CST,
-                            FUT__RELAXED));
+    /* Seq_cst: against the home's "sleeping = 1; fence; look at
+     * 'unlinks'" - a sleeping home is woken to free the tasks, one wake
+     * per batch (the push onto an empty stack). */
+    uintptr_t head = stack_push(&h->unlinks, t, FUT__SEQ_CST);
     if (head == 0 && fut__load(&h->sleeping, FUT__SEQ_CST))
         unpark_worker(h);
 }
@@ -965,11 +979,7 @@ static void mt_unlink(struct fut__sched *s, struct fut_task *t)
 /* Owner (or the shutdown thread): unlinks the tasks completed elsewhere. */
 static void drain_unlinks(struct mt_worker *h)
 {
-    if (fut__load(&h->unlinks, FUT__RELAXED) == 0)
-        return;
-    /* Acquire: pairs with the pushers' release CAS. */
-    struct fut_task *t = (struct fut_task *)fut__swap(&h->unlinks, 0,
-                                                      FUT__ACQUIRE);
+    struct fut_task *t = stack_take(&h->unlinks);
     while (t) {
         struct fut_task *next = t->next;
         list_del(t);
@@ -1049,7 +1059,7 @@ static const struct fut__sched_vt mt_vt = {mt_schedule, mt_unlink,
 
 static int has_own_work(struct mt_worker *w)
 {
-    return w->lq_head || fut__load(&w->rl_n, FUT__RELAXED) ||
+    return w->lq_head || fut__load(&w->rl, FUT__RELAXED) ||
            fut__load(&w->handoff, FUT__RELAXED) ||
            fut__load(&w->lifo.task, FUT__RELAXED) || fut__ring_len(&w->ring);
 }
@@ -1396,7 +1406,7 @@ static void worker_exit(struct mt_worker *w)
         while ((t = lq_pop(w)))
             fut__task_cancel(t);
         if (!take_over(&w->owned_local) && !w->lq_head &&
-            !fut__load(&w->rl_n, FUT__RELAXED))
+            !fut__load(&w->rl, FUT__RELAXED))
             break;
         /* A thread is handing one of them over ('rl' unparks us). */
         park_parker(w, 1000 * 1000, 0);
@@ -1571,7 +1581,6 @@ static void mt_destroy(struct mt_sched *m)
         for (int i = 0; i < m->n; i++) {
             fut__slab_fini(&m->w[i].slab);
             ts_fini(&m->w[i].tslab);
-            fut__mutex_destroy(&m->w[i].rl_lock);
             if (m->w[i].seen)
                 fut__free(m->w[i].seen, sizeof(struct seen) * (size_t)m->n);
         }
@@ -1603,7 +1612,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     fut__aword_init(&w->sleeping, 0);
     fut__aword_init(&w->handoff, 0);
     fut__aword_init(&w->unlinks, 0);
-    fut__aword_init(&w->rl_n, 0);
+    fut__aword_init(&w->rl, 0);
     for (int k = 0; k < ST__COUNT; k++)
         fut__aword_init(&w->st[k], 0);
     list_init(&w->owned);
@@ -1622,12 +1631,6 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
             return FUT_ENOMEM;
         memset(w->seen, 0, sizeof(struct seen) * (size_t)m->n);
     }
-    if (fut__mutex_init(&w->rl_lock) != 0) {
-        if (w->seen)
-            fut__free(w->seen, sizeof(struct seen) * (size_t)m->n);
-        w->seen = NULL;
-        return FUT_ENOMEM;
-    }
     return 0;
 }
 
@@ -1642,7 +1645,6 @@ static int workers_new(struct mt_sched *m)
         int r = worker_init(m, &m->w[i], i);
         if (r) {
             while (--i >= 0) {
-                fut__mutex_destroy(&m->w[i].rl_lock);
                 if (m->w[i].seen)
                     fut__free(m->w[i].seen,
                               sizeof(struct seen) * (size_t)m->n);
@@ -1709,7 +1711,6 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     return 0;
 fail_workers:
     for (int i = 0; i < n; i++) {
-        fut__mutex_destroy(&m->w[i].rl_lock);
         if (m->w[i].seen)
             fut__free(m->w[i].seen, sizeof(struct seen) * (size_t)n);
     }
