@@ -281,7 +281,8 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     }
     if (ns != 0) {
         d->sleep_tick = next;
-        d->undriven = 0; /* driven now: no 'interest' calls needed */
+        /* Driven now: no 'interest' calls needed. */
+        fut__store(&d->base.undriven, 0, FUT__RELAXED);
     }
     fut__mutex_unlock(&d->lock);
     fut__io_reap(dead);
@@ -354,7 +355,7 @@ static int drv_idle(struct fut__driver *b)
     int idle = !d->paused && !d->ios && !d->release &&
                fut__wheel_next(&d->wheel) == UINT64_MAX;
     if (idle)
-        d->undriven = 1;
+        fut__store(&d->base.undriven, 1, FUT__RELAXED);
     fut__mutex_unlock(&d->lock);
     return idle;
 }
@@ -381,6 +382,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
         return FUT_ENOMEM;
     memset(d, 0, sizeof *d);
     d->base.vt = &drv_vt;
+    fut__aword_init(&d->base.undriven, 0);
     int r = fut__backend_init(&d->be);
     if (r < 0)
         goto fail_alloc;

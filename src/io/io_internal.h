@@ -124,7 +124,6 @@ struct fut__iodrv {
     fut__mutex lock;         /* guards the fields below */
     struct fut__wheel wheel;
     uint64_t sleep_tick;     /* tick a blocking wait ends at, or MAX */
-    int undriven;            /* 'idle' said 1; no blocking park since */
     struct fut__io *ios;     /* registered fds */
     struct fut__io *release; /* closed fds, freed at the next turn */
     struct fut__pool *pool;  /* the blocking pool */
@@ -148,9 +147,10 @@ void fut__iodrv_unpark(struct fut__iodrv *d);
  * fut__iodrv_interest once it released the lock. */
 static inline int fut__iodrv_claim_interest(struct fut__iodrv *d)
 {
-    if (!d->undriven)
+    if (!fut__load(&d->base.undriven, FUT__RELAXED))
         return 0;
-    d->undriven = 0;
+    /* Before the caller's fence in notify_parked (via 'interest'). */
+    fut__store(&d->base.undriven, 0, FUT__RELAXED);
     return 1;
 }
 

@@ -83,6 +83,12 @@ struct fut__driver_vt {
 };
 struct fut__driver {
     const struct fut__driver_vt *vt;
+    /* 1 from an 'idle' that returned 1 until the next blocking park or
+     * the first fd registration or timer arm (which then calls
+     * 'interest'): a park now could only end by an unpark. Written under
+     * the driver's lock; read without it by a parker that would skip the
+     * driver (seq_cst: see park_parker in sched_multi.c). */
+    fut__aword undriven;
     /* Set by the scheduler after creation (NULL: never called); see
      * 'idle'. Called from the thread that registers or arms. */
     void (*interest)(struct fut__driver *d, void *ud);

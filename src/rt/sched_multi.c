@@ -415,7 +415,15 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
     if (fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE) == P_NOTIFIED)
         return;
     struct fut__driver *d = m->base.driver;
-    int drv = use_driver && d && driver_trylock(m);
+    /* A driver still 'undriven' has nothing to wait for: straight to the
+     * futex, without the driver's two locks (lines both workers write:
+     * xthread_wake paid them on every hop). Seq_cst: a registration
+     * clears 'undriven', then (notify_parked) fences and reads 'idle';
+     * we RMW'd 'idle' and fenced (park_worker) before reading it - one
+     * of the two sees the other, so either we take the driver or the
+     * registration wakes a sleeper to come and drive (Dekker). */
+    int drv = use_driver && d &&
+              !fut__load(&d->undriven, FUT__SEQ_CST) && driver_trylock(m);
     if (drv && d->vt->idle(d)) {
         /* Nothing to wait for in epoll: sleep on our futex, which a
          * cross-thread wake reaches for less than the driver's eventfd
