@@ -697,6 +697,16 @@ START_TEST(spawn_local_remote_order)
         ck_assert_msg(atomic_load(&env.rank[i]) == i,
                       "task %d ran as number %d", i,
                       atomic_load(&env.rank[i]));
+    /* The per-worker count of thread-affine tasks queued from other
+     * threads: exactly our wakes. */
+    uint64_t remote = 0;
+    for (int i = 0; i < 2; i++) {
+        struct fut_rt_stats st;
+        ASSERT_EQ(fut_runtime_worker_stats(rt, i, &st), 0);
+        remote += st.remote_wakes;
+    }
+    ck_assert_msg(remote == NORDER, "remote_wakes %llu",
+                  (unsigned long long)remote);
     fut_runtime_free(rt);
 }
 END_TEST

@@ -200,7 +200,8 @@ struct fut_rt_stats {
                               spawned on it that have not completed) */
     uint64_t polls;        /* task polls */
     uint64_t remote_wakes; /* tasks queued from other threads (per worker:
-                              thread-affine tasks queued to it) */
+                              thread-affine tasks queued to it, counted
+                              when the worker takes them) */
     uint64_t parks;        /* times the runtime thread went to sleep */
     uint64_t budget_yields;/* polls that ended because the budget ran out */
     /* multi-thread runtime (0 on the current-thread one) */

@@ -758,19 +758,25 @@ static void lq_push(struct mt_worker *w, struct fut_task *t)
 static void rl_push(struct mt_worker *home, struct fut_task *t)
 {
     (void)stack_push(&home->rl, t, FUT__RELEASE);
-    fut__fetch_add(&home->st[ST_REMOTE], 1, FUT__RELAXED);
     unpark_worker(home); /* a permit if it is awake: it looks at 'rl' */
 }
 
+/* The owner (or the shutdown thread) takes 'rl'. ST_REMOTE is counted
+ * here, by the owner, not by the pushers: an RMW on the home's counter
+ * line by another thread was a cache miss on every cross-thread wake. */
 static void rl_drain(struct mt_worker *w)
 {
     struct fut_task *t = stack_take(&w->rl), *fifo = NULL;
+    uintptr_t n = 0;
     while (t) { /* newest first: reverse */
         struct fut_task *next = t->next;
         t->next = fifo;
         fifo = t;
         t = next;
+        n++;
     }
+    if (n)
+        stat_add(w, ST_REMOTE, n);
     while (fifo) {
         struct fut_task *next = fifo->next;
         lq_push(w, fifo);
