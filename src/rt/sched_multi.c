@@ -44,7 +44,9 @@
  *     "RMW idle; fence; read queues" - one of them sees the other;
  *   - a woken worker that is still 'sleeping' (a spurious or timed wake,
  *     the driver, its 'rl' queue) takes itself out of 'sleepers' only if
- *     it has work; one that is not was popped and is searching.
+ *     it has work other than thread-affine tasks, which it runs while
+ *     still counted as asleep (run_parked); one that is not 'sleeping'
+ *     was popped and is searching.
  * Parker (one per worker, 'pstate'): EMPTY -> PARKED_FUTEX/PARKED_DRIVER
  * by the worker before it sleeps; swap to NOTIFIED by an unparker, which
  * then does one FUTEX_WAKE or driver->unpark (nothing when the worker
@@ -1239,6 +1241,37 @@ static void watch_idle(struct mt_worker *w)
         w->watch_ns *= 2;
 }
 
+static void run_tick(struct mt_worker *w, struct fut_task *t);
+
+/* A sleeping worker woken for its thread-affine tasks alone (a wake from
+ * another thread, through 'rl') runs them without leaving 'sleepers':
+ * no sleep_lock and no RMW on 'idle' either way (xthread_wake: two
+ * lock/unlock pairs and two RMWs per hop, on lines both workers write).
+ * Still counted as asleep meanwhile, it may be popped by notify_parked
+ * (or handoff): that pop's unpark leaves a permit, so the next park
+ * returns at once and sees 'sleeping' clear - looking at it here only
+ * leaves sooner, through the usual path, as a poll that gave us other
+ * work (ring, LIFO slot, handoff) does. Returns 1 when it ran tasks and
+ * nothing else is here: the caller parks again, still counted. */
+static int run_parked(struct mt_worker *w)
+{
+    int ran = 0;
+    for (;;) {
+        /* Acquire: pairs with notify_parked's release store. */
+        if (!fut__load(&w->sleeping, FUT__ACQUIRE) ||
+            fut__load(&w->handoff, FUT__RELAXED) ||
+            fut__load(&w->lifo.task, FUT__RELAXED) ||
+            fut__ring_len(&w->ring))
+            return 0;
+        rl_drain(w);
+        struct fut_task *t = lq_pop(w);
+        if (!t)
+            return ran;
+        ran = 1;
+        run_tick(w, t);
+    }
+}
+
 /* Parks until there is work. Returns a task found while parked (the
  * watcher stealing from a stuck worker) or NULL. */
 __attribute__((noinline)) static struct fut_task *park_worker(
@@ -1282,11 +1315,14 @@ __attribute__((noinline)) static struct fut_task *park_worker(
             return NULL;
         }
         if (has_own_work(w)) {
-            unpark_self(w);
-            release_watch(w);
-            if (m->n > 1 && fut__ring_len(&w->ring) > 1)
-                notify_parked(m); /* the driver woke several */
-            return NULL;
+            if (!run_parked(w)) {
+                unpark_self(w);
+                release_watch(w);
+                if (m->n > 1 && fut__ring_len(&w->ring) > 1)
+                    notify_parked(m); /* the driver woke several */
+                return NULL;
+            }
+            stat_inc(w, ST_UNPARKS); /* woke with work, ran it */
         }
         drain_unlinks(w); /* what woke us, maybe */
         if (w->watching) {
