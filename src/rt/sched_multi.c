@@ -161,8 +161,11 @@ struct mt_worker {
     fut__aword pstate;             /* parker: P_* */
     fut__aword sleeping;           /* in 'sleepers' (set under sleep_lock) */
     fut__aword handoff;            /* a task given to it as it is woken */
+    /* Remote-local queue, a stack (stack_push). On the line of 'pstate',
+     * which every push is followed by a swap of (unpark_worker): one
+     * line moves between the threads for a cross-thread wake, not two. */
+    fut__aword rl;
     _Alignas(64) fut__aword unlinks; /* stack of tasks completed elsewhere */
-    fut__aword rl; /* remote-local queue: a stack (stack_push) */
     _Alignas(64) fut__aword st[ST__COUNT];
     /* --- the worker's own --- */
     _Alignas(64) struct mt_sched *m;
