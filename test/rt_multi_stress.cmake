@@ -1,2 +1,3 @@
 fut_check_test(rt_multi_stress CASES wake_run_abort_drop spawn_storm_shutdown
+  local_pingpong
   TIMEOUT 300)
