@@ -8,6 +8,12 @@
  *     fut_runtime_free;
  *   - other threads reach the scheduler only through the remote queue
  *     (under 'lock'), the parker, 'main_woken' and the reference count;
+ *   - another thread unparks the runtime thread under 'lock' and only
+ *     while 'closed' is clear: shutdown sets 'closed' under it before it
+ *     frees the driver, so no unparker is ever inside the driver (its
+ *     eventfd, its memory) when it goes - the race TSan found in
+ *     sync_mpsc.stress_runtimes (a producer's last wake writing to the
+ *     eventfd that the consumer's runtime thread was closing);
  *   - a task spawned from another thread is queued remotely with
  *     TASK_F_UNLINKED and joins the live list when the runtime thread
  *     takes it off the remote queue;
@@ -100,6 +106,7 @@ static int on_runtime_thread(struct ct_sched *c)
 }
 
 static void unpark(struct ct_sched *c);
+static void unpark_locked(struct ct_sched *c);
 
 /* ------------------------------------------------------------- queues */
 
@@ -149,9 +156,9 @@ static int push_remote(struct ct_sched *c, struct fut_task *t)
     c->rtail = t;
     /* Relaxed: a hint; the queue itself is read under the lock. */
     fut__fetch_add(&c->remote_n, 1, FUT__RELAXED);
+    unpark_locked(c); /* see the rules: under the lock */
     fut__mutex_unlock(&c->lock);
     fut__fetch_add(&c->n_remote, 1, FUT__RELAXED);
-    unpark(c);
     return 1;
 }
 
@@ -416,12 +423,23 @@ static void park(struct ct_sched *c)
         fut__parker_park(&c->parker, -1);
 }
 
-static void unpark(struct ct_sched *c)
+/* Under 'lock', 'closed' clear (see the rules). */
+static void unpark_locked(struct ct_sched *c)
 {
     if (c->base.driver)
         c->base.driver->vt->unpark(c->base.driver);
     else
         fut__parker_unpark(&c->parker);
+}
+
+/* From another thread: nothing once the runtime is shut down (no thread
+ * to wake; the driver may be gone). */
+static void unpark(struct ct_sched *c)
+{
+    fut__mutex_lock(&c->lock);
+    if (!c->closed)
+        unpark_locked(c);
+    fut__mutex_unlock(&c->lock);
 }
 
 int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
