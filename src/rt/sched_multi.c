@@ -843,10 +843,32 @@ static enum push_kind push_kind_now(struct mt_worker *w)
     return PUSH_RESCHEDULE;
 }
 
+/* mt_schedule from a thread that is not one of our workers. It holds a
+ * reference on the scheduler while it is in here: once the task has
+ * landed in a queue, a concurrent shutdown may drop it, and with it the
+ * last reference, while we still unpark a worker (the task alone, which
+ * the wake's reference was folded into, no longer pins anything). The
+ * scheduler is alive on entry: the task is RUNNING and in no queue, and
+ * shutdown_all waits for such a task to land. */
+__attribute__((noinline)) static void schedule_foreign(struct mt_sched *m,
+                                                       struct fut_task *t)
+{
+    fut__fetch_add(&m->refs, 1, FUT__RELAXED);
+    if (fut__task_is_local(t))
+        rl_push(&m->w[task_home(t) - 1], t);
+    else if (fut__load(&m->stop, FUT__RELAXED) || !handoff(m, t))
+        inject_push(m, t);
+    release_refs(m, 1);
+}
+
 static void mt_schedule(struct fut__sched *s, struct fut_task *t)
 {
     struct mt_sched *m = mt_of(s);
     struct mt_worker *w = me_in(m);
+    if (!w) {
+        schedule_foreign(m, t);
+        return;
+    }
     if (fut__task_is_local(t)) {
         struct mt_worker *home = &m->w[task_home(t) - 1];
         if (w == home)
@@ -855,9 +877,7 @@ static void mt_schedule(struct fut__sched *s, struct fut_task *t)
             rl_push(home, t);
         return;
     }
-    if (!w && !fut__load(&m->stop, FUT__RELAXED) && handoff(m, t))
-        return;
-    if (!w || w->exiting) {
+    if (w->exiting) {
         inject_push(m, t);
         return;
     }
@@ -1569,13 +1589,15 @@ static int spawn_foreign(struct mt_sched *m, const struct fut_future *f,
     fut__task_init(t, &m->base, join != NULL, file, line);
     t->size_class = DIRECT | (uint32_t)bytes;
     t->flags = 0; /* home: the foreign list */
-    /* Before anyone can free it (see the lifetime rules). */
-    fut__fetch_add(&m->refs, 1, FUT__RELAXED);
+    /* Before anyone can free it (see the lifetime rules): one for the
+     * task, one for us until notify_parked is done - a worker may run
+     * and free the task, and a concurrent shutdown finish, before it. */
+    fut__fetch_add(&m->refs, 2, FUT__RELAXED);
     fut__mutex_lock(&m->inject_lock);
     if (m->closed) {
         fut__mutex_unlock(&m->inject_lock);
         fut__free(t, bytes);
-        release_refs(m, 1);
+        release_refs(m, 2);
         return FUT_ESHUTDOWN;
     }
     list_add(&m->foreign, t);
@@ -1590,6 +1612,7 @@ static int spawn_foreign(struct mt_sched *m, const struct fut_future *f,
     if (join)
         fut__join_init(join, t);
     notify_parked(m);
+    release_refs(m, 1);
     return 0;
 }
 
