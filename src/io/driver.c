@@ -334,14 +334,20 @@ static void kill_timers(struct fut__iodrv *d)
     }
 }
 
-static void drv_free(struct fut__driver *b)
+static void drv_shutdown(struct fut__driver *b)
 {
     struct fut__iodrv *d = drv_of(b);
     fut__pool_free(d->pool);
+    d->pool = NULL;
     fut__io_detach_all(d);
     fut__io_reap(d->release);
     d->release = NULL;
     kill_timers(d);
+}
+
+static void drv_free(struct fut__driver *b)
+{
+    struct fut__iodrv *d = drv_of(b);
     fut__sys_close(d->evfd);
     fut__backend_term(&d->be);
     fut__mutex_destroy(&d->lock);
@@ -366,8 +372,8 @@ void fut__iodrv_interest(struct fut__iodrv *d)
         d->base.interest(&d->base, d->base.interest_ud);
 }
 
-static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark, drv_free,
-                                             drv_idle};
+static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark,
+                                             drv_shutdown, drv_free, drv_idle};
 
 int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
                     struct fut__driver **out)

@@ -71,7 +71,13 @@ struct fut__driver_vt {
     void (*park)(struct fut__driver *d, int64_t timeout_ns);
     /* Makes a park in progress (or the next one) return. Any thread. */
     void (*unpark)(struct fut__driver *d);
-    /* Shutdown, after every task was dropped. */
+    /* Shutdown, after every task was dropped: releases the fds, timers
+     * and the blocking pool. 'unpark' stays safe until 'free'. */
+    void (*shutdown)(struct fut__driver *d);
+    /* Frees the driver (after 'shutdown'), once no thread can unpark it:
+     * the multi-thread scheduler frees it with its own memory, because a
+     * thread that is not a worker may still be unparking a worker's
+     * driver park when shutdown ends (it holds a scheduler reference). */
     void (*free)(struct fut__driver *d);
     /* For a scheduler whose parkers may sleep elsewhere (multi-thread):
      * returns 1 when nothing but an unpark could end a park in the driver

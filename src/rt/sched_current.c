@@ -510,6 +510,8 @@ void fut__ct_shutdown(struct fut__sched *s)
     while (c->owned)
         fut__task_shutdown(c->owned);
     if (c->base.driver) {
+        /* No unparker can be in it ('closed', see the rules). */
+        c->base.driver->vt->shutdown(c->base.driver);
         c->base.driver->vt->free(c->base.driver);
         c->base.driver = NULL;
     }

@@ -1653,6 +1653,8 @@ int fut__mt_block_on(struct fut__sched *s, struct fut_future *f)
 
 static void mt_destroy(struct mt_sched *m)
 {
+    if (m->base.driver)
+        m->base.driver->vt->free(m->base.driver);
     if (m->w) {
         for (int i = 0; i < m->n; i++) {
             fut__slab_fini(&m->w[i].slab);
@@ -1919,10 +1921,8 @@ void fut__mt_shutdown(struct fut__sched *s)
         if (m->w[i].started)
             pthread_join(m->w[i].thread, NULL);
     shutdown_all(m);
-    if (m->base.driver) {
-        m->base.driver->vt->free(m->base.driver);
-        m->base.driver = NULL;
-    }
+    if (m->base.driver) /* freed in mt_destroy (see fut__driver_vt) */
+        m->base.driver->vt->shutdown(m->base.driver);
     /* Fold the workers' counts in (see the lifetime rules), drop the
      * handle's reference. */
     uintptr_t net = 0;
