@@ -241,10 +241,15 @@ static struct mt_worker *me_in(struct mt_sched *m)
     return w && w->m == m ? w : NULL;
 }
 
+static void stat_add(struct mt_worker *w, int i, uintptr_t n)
+{
+    fut__store(&w->st[i], fut__load(&w->st[i], FUT__RELAXED) + n,
+               FUT__RELAXED);
+}
+
 static void stat_inc(struct mt_worker *w, int i)
 {
-    fut__store(&w->st[i], fut__load(&w->st[i], FUT__RELAXED) + 1,
-               FUT__RELAXED);
+    stat_add(w, i, 1);
 }
 
 /* The same, published with release (what the counter's readers then
@@ -253,12 +258,6 @@ static void stat_inc_release(struct mt_worker *w, int i)
 {
     fut__store(&w->st[i], fut__load(&w->st[i], FUT__RELAXED) + 1,
                FUT__RELEASE);
-}
-
-static void stat_add(struct mt_worker *w, int i, uintptr_t n)
-{
-    fut__store(&w->st[i], fut__load(&w->st[i], FUT__RELAXED) + n,
-               FUT__RELAXED);
 }
 
 static unsigned task_home(const struct fut_task *t)
@@ -315,15 +314,22 @@ static void list_splice(struct fut_task *to, struct fut_task *from)
 }
 
 /* FIFO of tasks linked by 'next'. */
+/* Appends the chain first..last (linked by 'next'). */
+static void fifo_push_list(struct fut_task **head, struct fut_task **tail,
+                           struct fut_task *first, struct fut_task *last)
+{
+    last->next = NULL;
+    if (*tail)
+        (*tail)->next = first;
+    else
+        *head = first;
+    *tail = last;
+}
+
 static void fifo_push(struct fut_task **head, struct fut_task **tail,
                       struct fut_task *t)
 {
-    t->next = NULL;
-    if (*tail)
-        (*tail)->next = t;
-    else
-        *head = t;
-    *tail = t;
+    fifo_push_list(head, tail, t, t);
 }
 
 static struct fut_task *fifo_pop(struct fut_task **head,
@@ -479,12 +485,7 @@ static void inject_push_list(struct mt_sched *m, struct fut_task *first,
                              struct fut_task *last, unsigned n)
 {
     fut__mutex_lock(&m->inject_lock);
-    last->next = NULL;
-    if (m->itail)
-        m->itail->next = first;
-    else
-        m->ihead = first;
-    m->itail = last;
+    fifo_push_list(&m->ihead, &m->itail, first, last);
     /* Relaxed: a hint; the queue itself is read under the lock. The
      * statistic is written under it too (no locked instruction). */
     fut__store(&m->inject_n, fut__load(&m->inject_n, FUT__RELAXED) + n,
@@ -772,6 +773,9 @@ static void rl_push(struct mt_worker *home, struct fut_task *t)
 static void rl_drain(struct mt_worker *w)
 {
     struct fut_task *t = stack_take(&w->rl), *fifo = NULL;
+    if (!t)
+        return;
+    struct fut_task *newest = t;
     uintptr_t n = 0;
     while (t) { /* newest first: reverse */
         struct fut_task *next = t->next;
@@ -780,13 +784,8 @@ static void rl_drain(struct mt_worker *w)
         t = next;
         n++;
     }
-    if (n)
-        stat_add(w, ST_REMOTE, n);
-    while (fifo) {
-        struct fut_task *next = fifo->next;
-        lq_push(w, fifo);
-        fifo = next;
-    }
+    stat_add(w, ST_REMOTE, n);
+    fifo_push_list(&w->lq_head, &w->lq_tail, fifo, newest);
 }
 
 enum push_kind { PUSH_NEW, PUSH_RESCHEDULE };
@@ -1096,11 +1095,17 @@ static const struct fut__sched_vt mt_vt = {mt_schedule, mt_unlink,
 
 /* ------------------------------------------------------------ worker */
 
+/* Work of ours other than thread-affine tasks. */
+static int has_other_work(struct mt_worker *w)
+{
+    return fut__load(&w->handoff, FUT__RELAXED) ||
+           fut__load(&w->lifo.task, FUT__RELAXED) || fut__ring_len(&w->ring);
+}
+
 static int has_own_work(struct mt_worker *w)
 {
     return w->lq_head || fut__load(&w->rl, FUT__RELAXED) ||
-           fut__load(&w->handoff, FUT__RELAXED) ||
-           fut__load(&w->lifo.task, FUT__RELAXED) || fut__ring_len(&w->ring);
+           has_other_work(w);
 }
 
 /* Steals from a peer that looks stuck in one long poll (see the rules):
@@ -1281,10 +1286,7 @@ static int run_parked(struct mt_worker *w)
     int ran = 0;
     for (;;) {
         /* Acquire: pairs with notify_parked's release store. */
-        if (!fut__load(&w->sleeping, FUT__ACQUIRE) ||
-            fut__load(&w->handoff, FUT__RELAXED) ||
-            fut__load(&w->lifo.task, FUT__RELAXED) ||
-            fut__ring_len(&w->ring))
+        if (!fut__load(&w->sleeping, FUT__ACQUIRE) || has_other_work(w))
             return 0;
         rl_drain(w);
         struct fut_task *t = lq_pop(w);
