@@ -826,10 +826,14 @@ static void run_idle_oneshot(struct fut_runtime *rt, const char *config)
  * Tokio runs the two sides as two current_thread runtimes on two
  * threads; here they are two thread-affine tasks (fut_spawn_local) of one
  * 2-worker runtime, one pinned to each worker, so every hop wakes the
- * other, parked worker (config multi_thread_w2). Placing them: two placer
- * tasks are spawned from this (non-worker) thread and meet - the first
- * one to run keeps its worker busy until the second has started on the
- * other worker - then each spawns its side with fut_spawn_local. */
+ * other worker: asleep, or still watching for a wake in its park spin
+ * (config multi_thread_w2, the default park_spin_ns). With the spin off
+ * (mt2nospin, config multi_thread_w2_nospin) every hop wakes a worker
+ * asleep on its futex, as the C floor's threads mostly are (the floor
+ * does not spin). Placing them: two placer tasks are spawned from this
+ * (non-worker) thread and meet - the first one to run keeps its worker
+ * busy until the second has started on the other worker - then each
+ * spawns its side with fut_spawn_local. */
 #define XTHREAD_N 200000
 #define XTHREAD_WARMUP 1000
 
@@ -962,7 +966,7 @@ static const struct bench_entry benches[] = {
     {"oneshot_local", "ct mt2", run_oneshot_local},
     {"idle_task_pending", "ct mt2", run_idle_pending},
     {"idle_task_oneshot", "ct mt2", run_idle_oneshot},
-    {"xthread_wake", "mt2", run_xthread_wake},
+    {"xthread_wake", "mt2 mt2nospin", run_xthread_wake},
 };
 
 int main(int argc, char **argv)

@@ -10,7 +10,10 @@
  *   <prog> bench <name> [<flavor>]  runs one benchmark (flavor default ct)
  *
  * flavor: ct = current_thread, mt1 / mt2 = multi_thread with 1 / 2
- * workers (config names as the Tokio peer prints them). A flavor the
+ * workers (config names as the Tokio peer prints them); mt2nospin =
+ * mt2 with the park spin off (park_spin_ns = -1, config
+ * multi_thread_w2_nospin: xthread_wake, to show what the spin is worth
+ * against the futex floor, which does not spin). A flavor the
  * linked fut cannot create (fut_runtime_new says FUT_EINVAL) is reported
  * on stderr and the program exits 77 (skip), like liburing's tests.
  *
@@ -143,15 +146,17 @@ struct bench_flavor {
     const char *config; /* RESULT config name, as the Tokio peer's */
     int rt_flavor;      /* enum fut_rt_flavor */
     int workers;        /* multi-thread worker count */
+    int64_t park_spin_ns; /* fut_rt_config.park_spin_ns (0: default) */
 };
 
 /* The flavor called 'arg', or NULL. */
 static inline const struct bench_flavor *bench_flavor_find(const char *arg)
 {
     static const struct bench_flavor flavors[] = {
-        {"ct", "current_thread", FUT_RT_CURRENT_THREAD, 0},
-        {"mt1", "multi_thread_w1", FUT_RT_MULTI_THREAD, 1},
-        {"mt2", "multi_thread_w2", FUT_RT_MULTI_THREAD, 2},
+        {"ct", "current_thread", FUT_RT_CURRENT_THREAD, 0, 0},
+        {"mt1", "multi_thread_w1", FUT_RT_MULTI_THREAD, 1, 0},
+        {"mt2", "multi_thread_w2", FUT_RT_MULTI_THREAD, 2, 0},
+        {"mt2nospin", "multi_thread_w2_nospin", FUT_RT_MULTI_THREAD, 2, -1},
     };
     for (size_t i = 0; i < sizeof flavors / sizeof flavors[0]; i++)
         if (strcmp(flavors[i].arg, arg) == 0)
@@ -167,6 +172,7 @@ static inline int bench_runtime_try(const struct bench_flavor *fl,
     fut_rt_config_init(&cfg);
     cfg.flavor = fl->rt_flavor;
     cfg.workers = fl->workers;
+    cfg.park_spin_ns = fl->park_spin_ns;
     return fut_runtime_new(&cfg, rt);
 }
 
@@ -274,7 +280,8 @@ static inline int bench_word_in(const char *list, const char *word)
 static inline void bench_usage(const char *prog,
                                const struct bench_entry *tab, size_t n)
 {
-    fprintf(stderr, "usage: %s list | bench <name> [ct|mt1|mt2]\nnames:",
+    fprintf(stderr,
+            "usage: %s list | bench <name> [ct|mt1|mt2|mt2nospin]\nnames:",
             prog);
     for (size_t i = 0; i < n; i++)
         fprintf(stderr, " %s", tab[i].name);
@@ -283,12 +290,13 @@ static inline void bench_usage(const char *prog,
 
 static inline void bench_list(const struct bench_entry *tab, size_t n)
 {
-    static const char *const all[] = {"ct", "mt1", "mt2"};
-    int ok[3];
-    for (int k = 0; k < 3; k++)
+    static const char *const all[] = {"ct", "mt1", "mt2", "mt2nospin"};
+    enum { N_ALL = sizeof all / sizeof all[0] };
+    int ok[N_ALL];
+    for (int k = 0; k < N_ALL; k++)
         ok[k] = bench_flavor_supported(bench_flavor_find(all[k]));
     for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < N_ALL; k++)
             if (ok[k] && bench_word_in(tab[i].flavors, all[k]))
                 printf("%s %s\n", tab[i].name, all[k]);
 }

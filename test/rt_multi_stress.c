@@ -14,7 +14,11 @@
  *     ping-pong over two notifies (xthread_wake's loop), 10^5 round trips
  *     (TSan: 2 * 10^4): every hop a cross-thread wake through the remote
  *     queue of a parked worker, which runs the task while still counted
- *     as asleep (run_parked) - no hop lost, no task moved.
+ *     as asleep (run_parked) - no hop lost, no task moved;
+ *   - park_spin_hits: the same ping-pong ends parks in the park spin
+ *     (park_spin_ns), and none spins with the spin off;
+ *   - park_spin_decay: wakes a millisecond apart make the workers stop
+ *     spinning after a few parks.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -510,14 +514,15 @@ static int pp_placer_poll(struct fut_future *f, struct fut_context *cx)
 static const struct fut_future_vtable pp_placer_vt = {
     pp_placer_poll, NULL, "local_pingpong.placer", NULL};
 
-START_TEST(local_pingpong)
+/* Runs 'want' round trips of the ping-pong on 'rt' (2 workers) and checks
+ * every one; returns the runtime's counters after it. */
+static struct fut_rt_stats pingpong_run(struct fut_runtime *rt, long want)
 {
-    struct fut_runtime *rt = mt_rt(2);
     static struct pp_shared sh;
     memset(&sh, 0, sizeof sh);
     fut_notify_init(&sh.n[0]);
     fut_notify_init(&sh.n[1]);
-    sh.want = TEST_ITERS(100000, 20000);
+    sh.want = want;
     struct fut_join pj[2];
     for (int k = 0; k < 2; k++) {
         struct pp_placer pl;
@@ -541,15 +546,131 @@ START_TEST(local_pingpong)
     ASSERT_EQ(atomic_load(&sh.rounds[0]), sh.want);
     ASSERT_EQ(atomic_load(&sh.rounds[1]), sh.want);
     ASSERT_EQ(atomic_load(&sh.moved), 0);
+    fut_notify_fini(&sh.n[0]);
+    fut_notify_fini(&sh.n[1]);
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);
     /* Every hop but a few crossed threads through a remote queue. */
-    ck_assert_msg(st.remote_wakes >= (uint64_t)sh.want,
+    ck_assert_msg(st.remote_wakes >= (uint64_t)want,
                   "remote_wakes %llu for %ld round trips",
-                  (unsigned long long)st.remote_wakes, sh.want);
+                  (unsigned long long)st.remote_wakes, want);
+    return st;
+}
+
+START_TEST(local_pingpong)
+{
+    struct fut_runtime *rt = mt_rt(2);
+    (void)pingpong_run(rt, TEST_ITERS(100000, 20000));
     fut_runtime_free(rt);
-    fut_notify_fini(&sh.n[0]);
-    fut_notify_fini(&sh.n[1]);
+}
+END_TEST
+
+static struct fut_runtime *spin_rt(int64_t park_spin_ns)
+{
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.flavor = FUT_RT_MULTI_THREAD;
+    cfg.workers = 2;
+    cfg.park_spin_ns = park_spin_ns;
+    struct fut_runtime *rt = NULL;
+    int r = fut_runtime_new(&cfg, &rt);
+    ck_assert_msg(r == 0, "fut_runtime_new: %s", fut_strerror(r));
+    return rt;
+}
+
+/* The park spin catches wakes that come while it watches: with a bound of
+ * 20 ms the ping-pong's answers (microseconds apart) end parks in the
+ * spin; with the spin off no park spins. */
+START_TEST(park_spin_hits)
+{
+    struct fut_runtime *rt = spin_rt(20 * 1000 * 1000);
+    long want = TEST_ITERS(2000, 500);
+    struct fut_rt_stats st = pingpong_run(rt, want);
+    ck_assert_msg(st.park_spin_hits > 0 && st.park_spins >= st.park_spin_hits,
+                  "spins %llu, hits %llu, parks %llu",
+                  (unsigned long long)st.park_spins,
+                  (unsigned long long)st.park_spin_hits,
+                  (unsigned long long)st.parks);
+    fut_runtime_free(rt);
+
+    rt = spin_rt(-1);
+    st = pingpong_run(rt, want);
+    ASSERT_EQ(st.park_spins, 0);
+    ASSERT_EQ(st.park_spin_hits, 0);
+    ASSERT_TRUE(st.parks > 0);
+    fut_runtime_free(rt);
+
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.flavor = FUT_RT_MULTI_THREAD;
+    cfg.park_spin_ns = -2;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), FUT_EINVAL);
+}
+END_TEST
+
+/* A task woken from this thread once per millisecond: every park lasts
+ * about that long, far beyond SPIN_NEAR spin bounds, so the workers stop
+ * spinning after a few parks (sched_multi.c: SPIN_CREDIT) instead of
+ * spinning at every one. */
+struct tick_task {
+    struct fut_future base;
+    struct fut_notify *n;
+    atomic_long *seen;
+    long want;
+    long i;
+    struct fut_notified w;
+};
+
+static int tick_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct tick_task *t = (struct tick_task *)f;
+    FUT_BEGIN(f);
+    for (t->i = 0; t->i < t->want; t->i++) {
+        fut_notified_init(&t->w, t->n);
+        FUT_AWAIT(f, &t->w);
+        atomic_fetch_add(t->seen, 1);
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(tick_vt, "park_spin_decay.tick", tick_poll, NULL);
+
+START_TEST(park_spin_decay)
+{
+    struct fut_runtime *rt = spin_rt(0); /* the default bound */
+    static struct fut_notify n;
+    static atomic_long seen;
+    fut_notify_init(&n);
+    atomic_store(&seen, 0);
+    struct tick_task t;
+    fut_future_init(&t.base, &tick_vt);
+    t.n = &n;
+    t.seen = &seen;
+    t.want = 60;
+    t.i = 0;
+    struct fut_join j;
+    ASSERT_EQ(fut_spawn(rt, &t, sizeof t, &j), 0);
+    for (long k = 0; k < t.want; k++) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+        fut_notify_one(&n); /* a permit if it is not waiting yet */
+        for (int w = 0; w < 2000 && atomic_load(&seen) <= k; w++)
+            nanosleep(&(struct timespec){0, 100 * 1000}, NULL);
+        ASSERT_EQ(atomic_load(&seen), k + 1);
+    }
+    ASSERT_EQ(fut_block_on(rt, &j.base), 0);
+    ASSERT_EQ(j.result, 0);
+    fut_drop(&j.base);
+    struct fut_rt_stats st;
+    fut_runtime_stats(rt, &st);
+    /* Each worker spins at its first parks until it has slept long
+     * SPIN_CREDIT (3) times: a few spins, against one park per tick. */
+    ck_assert_msg(st.parks >= (uint64_t)t.want && st.park_spins <= 12,
+                  "spins %llu, hits %llu, parks %llu",
+                  (unsigned long long)st.park_spins,
+                  (unsigned long long)st.park_spin_hits,
+                  (unsigned long long)st.parks);
+    fut_runtime_free(rt);
+    fut_notify_fini(&n);
 }
 END_TEST
 
@@ -562,5 +683,9 @@ int main(void)
     tcase_add_test(tc, spawn_storm_shutdown);
     tc = fut_test_tcase(s, "local_pingpong");
     tcase_add_test(tc, local_pingpong);
+    tc = fut_test_tcase(s, "park_spin_hits");
+    tcase_add_test(tc, park_spin_hits);
+    tc = fut_test_tcase(s, "park_spin_decay");
+    tcase_add_test(tc, park_spin_decay);
     return fut_test_run(s);
 }

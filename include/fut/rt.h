@@ -47,6 +47,12 @@ struct fut_rt_config {
                              wait; 0 = 1024 */
     int64_t blocking_keepalive_ns; /* idle pool threads exit after; 0 =
                                       10 s */
+    int64_t park_spin_ns; /* multi-thread: how long a worker that ran out of
+                             work watches for a wake before it sleeps
+                             (adaptive: only while wakes have been coming
+                             soon after it parks); 0 = 1 us, -1 = never;
+                             ignored by the current-thread runtime. See
+                             docs/scheduler.md, "Park spin" */
 };
 
 /* Fills 'cfg' with the defaults (current-thread, budget 128, 61 ticks). */
@@ -210,6 +216,9 @@ struct fut_rt_stats {
     uint64_t stolen;       /* tasks those steals moved */
     uint64_t lifo_hits;    /* polls of a task taken from the LIFO slot */
     uint64_t global_polls; /* tasks taken from the global queue */
+    uint64_t park_spins;   /* parks that watched for a wake before sleeping
+                              (park_spin_ns) */
+    uint64_t park_spin_hits; /* of those, the ones a wake ended: no sleep */
     uint64_t workers;      /* worker threads (1 for current-thread; 1 in
                               one worker's statistics) */
 };

@@ -24,7 +24,7 @@ static int config_resolve(const struct fut_rt_config *in,
     else
         fut_rt_config_init(out);
     if (out->workers < 0 || out->budget < 0 || out->event_interval < 0 ||
-        out->slow_poll_ns < -1)
+        out->slow_poll_ns < -1 || out->park_spin_ns < -1)
         return FUT_EINVAL;
     if (out->flavor != FUT_RT_CURRENT_THREAD &&
         out->flavor != FUT_RT_MULTI_THREAD)
@@ -36,6 +36,8 @@ static int config_resolve(const struct fut_rt_config *in,
                                      with periodic workloads */
     if (out->slow_poll_ns == 0)
         out->slow_poll_ns = 10 * 1000 * 1000;
+    if (out->park_spin_ns == 0)
+        out->park_spin_ns = 1000; /* docs/scheduler.md, "Park spin" */
     return 0;
 }
 

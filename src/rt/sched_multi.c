@@ -50,7 +50,10 @@
  * Parker (one per worker, 'pstate'): EMPTY -> PARKED_FUTEX/PARKED_DRIVER
  * by the worker before it sleeps; swap to NOTIFIED by an unparker, which
  * then does one FUTEX_WAKE or driver->unpark (nothing when the worker
- * was not asleep: the permit makes its next park return).
+ * was not asleep: the permit makes its next park return). Before it
+ * sleeps, a worker may spin up to 'spin_ns' watching for the permit,
+ * still EMPTY (so its unparker makes no syscall) and still counted
+ * asleep; a spin that sees none goes on to sleep as above (park_spin).
  *
  * The LIFO slot holds the task last woken (or spawned) by the running
  * task; the owner runs it right after the current task, at most LIFO_MAX
@@ -120,6 +123,7 @@ enum {
     ST_STEALS, ST_STOLEN, ST_LIFO, ST_GLOBAL, ST_BUDGET, ST_REMOTE,
     ST_BLOCKS, ST_BLOCKS_FREED, /* block pool: allocated here, freed here */
     ST_POLLS_DONE, /* polls finished (release: see run_one) */
+    ST_SPINS, ST_SPIN_HITS, /* park spins, and those a wake ended */
     ST__COUNT
 };
 
@@ -178,6 +182,7 @@ struct mt_worker {
     int watching;     /* holds m->watcher */
     int exiting;      /* shutdown: dropping its thread-affine tasks */
     int started;
+    int spin_credit;  /* park spin: parks left before it stops spinning */
     int64_t watch_ns;
     uint32_t tick;
     uint32_t countdown; /* ticks to the next maintenance (no division) */
@@ -198,6 +203,7 @@ struct mt_sched {
     int n;
     int budget;
     int event_interval;
+    int64_t spin_ns; /* park spin bound; 0: never */
     int asym;        /* membarrier works: owners take their LIFO slot
                         without a locked instruction (rt/lifo.h) */
     struct mt_worker *w;
@@ -415,6 +421,43 @@ static void driver_interest(struct fut__driver *d, void *ud)
     notify_parked((struct mt_sched *)ud);
 }
 
+/* Park spin (docs/scheduler.md): before it sleeps, a worker watches its
+ * parker for up to 'spin_ns'; an unparker that finds it EMPTY meanwhile
+ * leaves the permit without a syscall, and the worker takes it without
+ * sleeping. It spins only while its parks have been ending soon after
+ * they began (a hit, or a sleep shorter than SPIN_NEAR bounds): each
+ * longer sleep spends one of SPIN_CREDIT credits, so a worker that waits
+ * for long (an idle runtime, a quiet server) stops spinning after a few
+ * parks. Owner-only state; the permit's orderings are park_parker's. */
+#define SPIN_CREDIT 3
+#define SPIN_NEAR 16
+#define SPIN_CHECKS 8 /* permit checks between clock reads */
+
+/* Returns 1 when a permit arrived before 'end' (fut_now_ns). */
+static int park_spin(struct mt_worker *w, int64_t end)
+{
+    stat_inc(w, ST_SPINS);
+    for (;;) {
+        for (int i = 0; i < SPIN_CHECKS; i++) {
+            /* Relaxed: the acquire swap that takes the permit follows. */
+            if (fut__load(&w->pstate, FUT__RELAXED) == P_NOTIFIED)
+                return 1;
+            fut__cpu_relax();
+        }
+        if (fut_now_ns() >= end)
+            return 0;
+    }
+}
+
+/* After a park that began at 't0' and did not end in the spin. */
+static void spin_learn(struct mt_worker *w, int64_t t0)
+{
+    if (fut_now_ns() - t0 <= SPIN_NEAR * w->m->spin_ns)
+        w->spin_credit = SPIN_CREDIT; /* a near miss: spin next time */
+    else if (w->spin_credit > 0)
+        w->spin_credit--;
+}
+
 /* Sleeps until unparked or 'timeout_ns' (-1: none) passed; in the driver
  * when 'use_driver' and nobody else holds it (the driver then dispatches
  * I/O and timers, waking tasks into this worker's ring). */
@@ -443,6 +486,20 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         driver_unlock(m);
         drv = 0;
     }
+    /* Spin only before a futex sleep: every wake of that comes through
+     * 'pstate', which the spin watches; a worker about to wait in epoll
+     * would not see the I/O it waits for. */
+    int64_t t0 = 0;
+    if (!drv && m->spin_ns) {
+        t0 = fut_now_ns();
+        if (w->spin_credit > 0 && park_spin(w, t0 + m->spin_ns)) {
+            /* Acquire: pairs with the unparker's release swap. */
+            fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE);
+            stat_inc(w, ST_SPIN_HITS);
+            w->spin_credit = SPIN_CREDIT;
+            return;
+        }
+    }
     uintptr_t e = P_EMPTY;
     if (!fut__cas(&w->pstate, &e, drv ? P_DRIVER : P_FUTEX, FUT__ACQ_REL,
                   FUT__ACQUIRE)) {
@@ -450,6 +507,8 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         fut__store(&w->pstate, P_EMPTY, FUT__RELAXED);
         if (drv)
             driver_unlock(m);
+        if (t0)
+            w->spin_credit = SPIN_CREDIT;
         return;
     }
     stat_inc(w, ST_PARKS);
@@ -462,6 +521,8 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         futex_wait(&w->pstate, P_FUTEX, timeout_ns);
     }
     fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
+    if (t0)
+        spin_learn(w, t0);
 }
 
 /* One FUTEX_WAKE or driver unpark at most; nothing when 'w' is awake. */
@@ -1704,6 +1765,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     fut__pool_init_cache(&w->pool);
     w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
     w->countdown = (uint32_t)m->event_interval;
+    w->spin_credit = SPIN_CREDIT;
     w->global_due = 1;
     if (m->n > 1) {
         w->seen = fut__alloc(sizeof(struct seen) * (size_t)m->n);
@@ -1757,6 +1819,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     m->n = n;
     m->budget = cfg->budget;
     m->event_interval = cfg->event_interval;
+    m->spin_ns = cfg->park_spin_ns > 0 ? cfg->park_spin_ns : 0;
     m->asym = fut__membarrier_init();
     list_init(&m->foreign);
     fut__aword_init(&m->inject_n, 0);
@@ -1953,6 +2016,8 @@ static void worker_stats(struct mt_worker *w, struct fut_rt_stats *o)
     o->stolen = fut__load(&w->st[ST_STOLEN], FUT__RELAXED);
     o->lifo_hits = fut__load(&w->st[ST_LIFO], FUT__RELAXED);
     o->global_polls = fut__load(&w->st[ST_GLOBAL], FUT__RELAXED);
+    o->park_spins = fut__load(&w->st[ST_SPINS], FUT__RELAXED);
+    o->park_spin_hits = fut__load(&w->st[ST_SPIN_HITS], FUT__RELAXED);
     o->workers = 1;
 }
 
@@ -1989,6 +2054,8 @@ void fut__mt_stats(struct fut__sched *s, struct fut_rt_stats *out)
         out->stolen += o.stolen;
         out->lifo_hits += o.lifo_hits;
         out->global_polls += o.global_polls;
+        out->park_spins += o.park_spins;
+        out->park_spin_hits += o.park_spin_hits;
         freed += fut__load(&m->w[i].st[ST_FREED], FUT__RELAXED);
     }
     out->spawned += fut__load(&m->f_spawned, FUT__RELAXED);

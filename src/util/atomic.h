@@ -56,6 +56,16 @@ typedef _Atomic uintptr_t fut__aword;
 #define fut__plain_write(p, n) ((void)0)
 /* A spin-wait iteration (lets the checker detect and schedule spin loops). */
 #define fut__spin_hint() ((void)0)
+/* The CPU's spin-wait hint (x86 pause, arm yield): a busy-wait loop that
+ * runs for a bounded time (the multi-thread parker's spin) eases off the
+ * sibling hyperthread and the memory bus with it. */
+#if defined(__x86_64__) || defined(__i386__)
+#define fut__cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__) || defined(__arm__)
+#define fut__cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define fut__cpu_relax() ((void)0)
+#endif
 
 #else /* FUT_MODEL_CHECK */
 
@@ -77,6 +87,7 @@ typedef _Atomic uintptr_t fut__aword;
 #define fut__plain_read(p, n) mc_plain_read((p), (n), __FILE__, __LINE__)
 #define fut__plain_write(p, n) mc_plain_write((p), (n), __FILE__, __LINE__)
 #define fut__spin_hint() mc_yield(__FILE__, __LINE__)
+#define fut__cpu_relax() mc_yield(__FILE__, __LINE__)
 
 #endif /* FUT_MODEL_CHECK */
 
