@@ -17,8 +17,8 @@
  *     as asleep (run_parked) - no hop lost, no task moved;
  *   - park_spin_hits: the same ping-pong ends parks in the park spin
  *     (park_spin_ns), and none spins with the spin off;
- *   - park_spin_decay: wakes a millisecond apart make the workers stop
- *     spinning after a few parks.
+ *   - park_spin_decay: wakes 5 ms apart make the workers stop spinning
+ *     after a few parks; a ping-pong after them makes them spin again.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -608,10 +608,11 @@ START_TEST(park_spin_hits)
 }
 END_TEST
 
-/* A task woken from this thread once per millisecond: every park lasts
- * about that long, far beyond SPIN_NEAR spin bounds, so the workers stop
- * spinning after a few parks (sched_multi.c: SPIN_CREDIT) instead of
- * spinning at every one. */
+/* A task woken from this thread every 5 ms: every park lasts about that
+ * long, far beyond SPIN_NEAR (32) spin bounds of 50 us, so the workers
+ * stop spinning after a few parks (sched_multi.c: SPIN_CREDIT) instead of
+ * spinning at every one; then a ping-pong, whose wakes come soon, makes
+ * them spin again (a short sleep grants a probe, a hit refills). */
 struct tick_task {
     struct fut_future base;
     struct fut_notify *n;
@@ -636,7 +637,7 @@ FUT_ASYNC_VTABLE(tick_vt, "park_spin_decay.tick", tick_poll, NULL);
 
 START_TEST(park_spin_decay)
 {
-    struct fut_runtime *rt = spin_rt(0); /* the default bound */
+    struct fut_runtime *rt = spin_rt(50 * 1000);
     static struct fut_notify n;
     static atomic_long seen;
     fut_notify_init(&n);
@@ -645,12 +646,12 @@ START_TEST(park_spin_decay)
     fut_future_init(&t.base, &tick_vt);
     t.n = &n;
     t.seen = &seen;
-    t.want = 60;
+    t.want = 30;
     t.i = 0;
     struct fut_join j;
     ASSERT_EQ(fut_spawn(rt, &t, sizeof t, &j), 0);
     for (long k = 0; k < t.want; k++) {
-        struct timespec ts = {0, 1000 * 1000};
+        struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
         fut_notify_one(&n); /* a permit if it is not waiting yet */
         for (int w = 0; w < 2000 && atomic_load(&seen) <= k; w++)
@@ -662,13 +663,19 @@ START_TEST(park_spin_decay)
     fut_drop(&j.base);
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);
-    /* Each worker spins at its first parks until it has slept long
-     * SPIN_CREDIT (3) times: a few spins, against one park per tick. */
+    /* Each worker spins at its first parks until SPIN_CREDIT (3) spins
+     * have ended in a sleep: a few spins, against one park per tick. */
     ck_assert_msg(st.parks >= (uint64_t)t.want && st.park_spins <= 12,
                   "spins %llu, hits %llu, parks %llu",
                   (unsigned long long)st.park_spins,
                   (unsigned long long)st.park_spin_hits,
                   (unsigned long long)st.parks);
+    struct fut_rt_stats st2 = pingpong_run(rt, TEST_ITERS(2000, 500));
+    ck_assert_msg(st2.park_spin_hits > st.park_spin_hits,
+                  "no spin hit in the ping-pong after the decay (spins "
+                  "%llu -> %llu)",
+                  (unsigned long long)st.park_spins,
+                  (unsigned long long)st2.park_spins);
     fut_runtime_free(rt);
     fut_notify_fini(&n);
 }

@@ -424,13 +424,16 @@ static void driver_interest(struct fut__driver *d, void *ud)
 /* Park spin (docs/scheduler.md): before it sleeps, a worker watches its
  * parker for up to 'spin_ns'; an unparker that finds it EMPTY meanwhile
  * leaves the permit without a syscall, and the worker takes it without
- * sleeping. It spins only while its parks have been ending soon after
- * they began (a hit, or a sleep shorter than SPIN_NEAR bounds): each
- * longer sleep spends one of SPIN_CREDIT credits, so a worker that waits
- * for long (an idle runtime, a quiet server) stops spinning after a few
- * parks. Owner-only state; the permit's orderings are park_parker's. */
+ * sleeping. Adaptive ('spin_credit', owner-only): a hit refills
+ * SPIN_CREDIT credits, a spin that ends in a sleep spends one, and at 0
+ * the worker parks without spinning until a sleep shorter than SPIN_NEAR
+ * bounds (a wake that came soon) grants one probe. So a worker whose
+ * wakes come long after it parks (an idle runtime, a quiet server) stops
+ * after SPIN_CREDIT spins, and one whose wakes come soon but not within
+ * the bound spins at every other park at most. The permit's orderings
+ * are park_parker's. */
 #define SPIN_CREDIT 3
-#define SPIN_NEAR 16
+#define SPIN_NEAR 32
 #define SPIN_CHECKS 8 /* permit checks between clock reads */
 
 /* Returns 1 when a permit arrived before 'end' (fut_now_ns). */
@@ -449,13 +452,13 @@ static int park_spin(struct mt_worker *w, int64_t end)
     }
 }
 
-/* After a park that began at 't0' and did not end in the spin. */
-static void spin_learn(struct mt_worker *w, int64_t t0)
+/* After a park that began at 't0' and slept; 'spun': it spun first. */
+static void spin_learn(struct mt_worker *w, int64_t t0, int spun)
 {
-    if (fut_now_ns() - t0 <= SPIN_NEAR * w->m->spin_ns)
-        w->spin_credit = SPIN_CREDIT; /* a near miss: spin next time */
-    else if (w->spin_credit > 0)
-        w->spin_credit--;
+    if (spun)
+        w->spin_credit--; /* a miss */
+    else if (fut_now_ns() - t0 <= SPIN_NEAR * w->m->spin_ns)
+        w->spin_credit = 1; /* woken soon: probe at the next park */
 }
 
 /* Sleeps until unparked or 'timeout_ns' (-1: none) passed; in the driver
@@ -490,9 +493,11 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
      * 'pstate', which the spin watches; a worker about to wait in epoll
      * would not see the I/O it waits for. */
     int64_t t0 = 0;
+    int spun = 0;
     if (!drv && m->spin_ns) {
         t0 = fut_now_ns();
-        if (w->spin_credit > 0 && park_spin(w, t0 + m->spin_ns)) {
+        spun = w->spin_credit > 0;
+        if (spun && park_spin(w, t0 + m->spin_ns)) {
             /* Acquire: pairs with the unparker's release swap. */
             fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE);
             stat_inc(w, ST_SPIN_HITS);
@@ -508,7 +513,7 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         if (drv)
             driver_unlock(m);
         if (t0)
-            w->spin_credit = SPIN_CREDIT;
+            w->spin_credit = SPIN_CREDIT; /* as good as a hit */
         return;
     }
     stat_inc(w, ST_PARKS);
@@ -522,7 +527,7 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
     }
     fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
     if (t0)
-        spin_learn(w, t0);
+        spin_learn(w, t0, spun);
 }
 
 /* One FUTEX_WAKE or driver unpark at most; nothing when 'w' is awake. */
