@@ -182,7 +182,7 @@ struct mt_worker {
     int watching;     /* holds m->watcher */
     int exiting;      /* shutdown: dropping its thread-affine tasks */
     int started;
-    int spin_credit;  /* park spin: parks left before it stops spinning */
+    int spin_credit;  /* park spin: misses left before it stops spinning */
     int64_t watch_ns;
     uint32_t tick;
     uint32_t countdown; /* ticks to the next maintenance (no division) */
@@ -492,9 +492,10 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
     /* Spin only before a futex sleep: every wake of that comes through
      * 'pstate', which the spin watches; a worker about to wait in epoll
      * would not see the I/O it waits for. */
+    int learn = !drv && m->spin_ns; /* a futex park, the spin enabled */
     int64_t t0 = 0;
     int spun = 0;
-    if (!drv && m->spin_ns) {
+    if (learn) {
         t0 = fut_now_ns();
         spun = w->spin_credit > 0;
         if (spun && park_spin(w, t0 + m->spin_ns)) {
@@ -512,7 +513,7 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         fut__store(&w->pstate, P_EMPTY, FUT__RELAXED);
         if (drv)
             driver_unlock(m);
-        if (t0)
+        if (learn)
             w->spin_credit = SPIN_CREDIT; /* as good as a hit */
         return;
     }
@@ -526,7 +527,7 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         futex_wait(&w->pstate, P_FUTEX, timeout_ns);
     }
     fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
-    if (t0)
+    if (learn)
         spin_learn(w, t0, spun);
 }
 
