@@ -26,8 +26,9 @@
 #   FLAVORS='ct mt2'                    fut's flavors to run (default: every
 #                                       one a program lists); each fut row is
 #                                       followed by Tokio in the same config,
-#                                       xthread_wake (mt2) by Tokio's and the
-#                                       C floors
+#                                       xthread_wake's (mt2, mt2nospin: the
+#                                       park spin off) by Tokio's and the C
+#                                       floors
 #
 # What fut has is asked, never assumed: every program build-bench/bench/bench_*
 # answers '<prog> list' with "<name> <flavor>" lines (bench/common.h), and
