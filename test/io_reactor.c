@@ -386,6 +386,34 @@ static void run_yielder(struct fut_runtime *rt, int n)
     fut_drop(&j.base);
 }
 
+/* A sleep that says when its first poll (which arms its timer) is over:
+ * on the multi-thread runtime the test below must not measure before the
+ * timer exists (a sleep spawned from this thread is handed to a sleeping
+ * worker, which the OS may not run before 10,000 yields are done: a
+ * fresh-clone CI run under ASan once saw no epoll_wait at all, most
+ * likely that way). */
+struct armed_sleep {
+    struct fut_future base;
+    struct fut_sleep sl;
+    atomic_int *armed;
+};
+
+static int armed_sleep_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct armed_sleep *a = (struct armed_sleep *)f;
+    int r = fut_poll(&a->sl.base, cx);
+    atomic_store(a->armed, 1);
+    return r;
+}
+
+static void armed_sleep_drop(struct fut_future *f)
+{
+    fut_drop(&((struct armed_sleep *)f)->sl.base);
+}
+
+static const struct fut_future_vtable armed_sleep_vt = {
+    armed_sleep_poll, armed_sleep_drop, "armed_sleep", NULL};
+
 /* The every-61-ticks look at the driver of a busy runtime makes no
  * syscall while nothing is registered (10,000 yields: ~164 looks, each
  * an epoll_wait before), and still does when a timer is armed (on the
@@ -403,10 +431,19 @@ START_TEST(busy_idle_driver_no_syscall)
     ck_assert_msg(idle_waits <= 4,
                   "%ld epoll_wait calls for 10,000 yields with nothing "
                   "registered", idle_waits);
-    struct fut_sleep sl;
-    fut_sleep_init(&sl, 10LL * 1000 * 1000 * 1000);
+    static atomic_int armed;
+    atomic_store(&armed, 0);
+    struct armed_sleep sl;
+    fut_future_init(&sl.base, &armed_sleep_vt);
+    fut_sleep_init(&sl.sl, 10LL * 1000 * 1000 * 1000);
+    sl.armed = &armed;
     struct fut_join sj;
     ASSERT_EQ(fut_spawn(rt, &sl, sizeof sl, &sj), 0);
+    if (fut_test_rt_is_mt()) { /* current-thread: polled in block_on */
+        for (int i = 0; i < 5000 && !atomic_load(&armed); i++)
+            usleep(1000);
+        ASSERT_EQ(atomic_load(&armed), 1);
+    }
     run_yielder(rt, 10000);
     long timer_waits = fut__sys_calls(FUT__SYS_EPOLL_WAIT) - idle_waits;
     if (!fut_test_rt_is_mt())
