@@ -28,16 +28,23 @@
 
 #include "test.h"
 
-static struct fut_runtime *mt_rt(int workers)
+/* A multi-thread runtime; park_spin_ns as fut_rt_config's (0: default). */
+static struct fut_runtime *mt_rt_spin(int workers, int64_t park_spin_ns)
 {
     struct fut_rt_config cfg;
     fut_rt_config_init(&cfg);
     cfg.flavor = FUT_RT_MULTI_THREAD;
     cfg.workers = workers;
+    cfg.park_spin_ns = park_spin_ns;
     struct fut_runtime *rt = NULL;
     int r = fut_runtime_new(&cfg, &rt);
     ck_assert_msg(r == 0, "fut_runtime_new: %s", fut_strerror(r));
     return rt;
+}
+
+static struct fut_runtime *mt_rt(int workers)
+{
+    return mt_rt_spin(workers, 0);
 }
 
 static uint64_t rnd(uint64_t *s)
@@ -565,25 +572,12 @@ START_TEST(local_pingpong)
 }
 END_TEST
 
-static struct fut_runtime *spin_rt(int64_t park_spin_ns)
-{
-    struct fut_rt_config cfg;
-    fut_rt_config_init(&cfg);
-    cfg.flavor = FUT_RT_MULTI_THREAD;
-    cfg.workers = 2;
-    cfg.park_spin_ns = park_spin_ns;
-    struct fut_runtime *rt = NULL;
-    int r = fut_runtime_new(&cfg, &rt);
-    ck_assert_msg(r == 0, "fut_runtime_new: %s", fut_strerror(r));
-    return rt;
-}
-
 /* The park spin catches wakes that come while it watches: with a bound of
  * 20 ms the ping-pong's answers (microseconds apart) end parks in the
  * spin; with the spin off no park spins. */
 START_TEST(park_spin_hits)
 {
-    struct fut_runtime *rt = spin_rt(20 * 1000 * 1000);
+    struct fut_runtime *rt = mt_rt_spin(2, 20 * 1000 * 1000);
     long want = TEST_ITERS(2000, 500);
     struct fut_rt_stats st = pingpong_run(rt, want);
     ck_assert_msg(st.park_spin_hits > 0 && st.park_spins >= st.park_spin_hits,
@@ -593,7 +587,7 @@ START_TEST(park_spin_hits)
                   (unsigned long long)st.parks);
     fut_runtime_free(rt);
 
-    rt = spin_rt(-1);
+    rt = mt_rt_spin(2, -1);
     st = pingpong_run(rt, want);
     ASSERT_EQ(st.park_spins, 0);
     ASSERT_EQ(st.park_spin_hits, 0);
@@ -637,7 +631,7 @@ FUT_ASYNC_VTABLE(tick_vt, "park_spin_decay.tick", tick_poll, NULL);
 
 START_TEST(park_spin_decay)
 {
-    struct fut_runtime *rt = spin_rt(50 * 1000);
+    struct fut_runtime *rt = mt_rt_spin(2, 50 * 1000);
     static struct fut_notify n;
     static atomic_long seen;
     fut_notify_init(&n);

@@ -319,8 +319,7 @@ static void list_splice(struct fut_task *to, struct fut_task *from)
     }
 }
 
-/* FIFO of tasks linked by 'next'. */
-/* Appends the chain first..last (linked by 'next'). */
+/* FIFO of tasks linked by 'next': appends the chain first..last. */
 static void fifo_push_list(struct fut_task **head, struct fut_task **tail,
                            struct fut_task *first, struct fut_task *last)
 {
