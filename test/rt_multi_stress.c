@@ -18,7 +18,12 @@
  *   - park_spin_hits: the same ping-pong ends parks in the park spin
  *     (park_spin_ns), and none spins with the spin off;
  *   - park_spin_decay: wakes 5 ms apart make the workers stop spinning
- *     after a few parks; a ping-pong after them makes them spin again.
+ *     after a few parks; a ping-pong after them makes them spin again;
+ *   - park_spin_rules: the spin's rules (rt/park_spin.h) step by step:
+ *     credits, probes and their backoff, the adaptive bound;
+ *   - park_spin_adapt: the default bound follows the measured wake
+ *     latency (above its 1 us floor after a ping-pong), a configured one
+ *     stays, and -1 shows 0.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt/park_spin.h"
 #include "test.h"
 
 /* A multi-thread runtime; park_spin_ns as fut_rt_config's (0: default). */
@@ -602,11 +608,11 @@ START_TEST(park_spin_hits)
 }
 END_TEST
 
-/* A task woken from this thread every 5 ms: every park lasts about that
- * long, far beyond SPIN_NEAR (32) spin bounds of 50 us, so the workers
- * stop spinning after a few parks (sched_multi.c: SPIN_CREDIT) instead of
- * spinning at every one; then a ping-pong, whose wakes come soon, makes
- * them spin again (a short sleep grants a probe). */
+/* A task woken from this thread every 5 ms: every wake comes about that
+ * long after the park began, far beyond the spin bound of 50 us, so the
+ * workers stop spinning after a few parks (park_spin.h: SPIN_CREDIT)
+ * instead of spinning at every one; then a ping-pong, whose wakes come
+ * soon, makes them spin again (soon sleeps grant probes). */
 struct tick_task {
     struct fut_future base;
     struct fut_notify *n;
@@ -664,14 +670,15 @@ START_TEST(park_spin_decay)
                   (unsigned long long)st.park_spins,
                   (unsigned long long)st.park_spin_hits,
                   (unsigned long long)st.parks);
-    /* The ping-pong's parks end in microseconds: each short sleep grants
-     * a probe, so the workers spin again - far more than the credits
-     * they may have left (2 x SPIN_CREDIT). Whether the spins hit
+    /* The ping-pong's wakes come microseconds after the parks begin:
+     * soon sleeps grant probes, so the workers spin again - more than the
+     * credits they may have left (2 x SPIN_CREDIT). Whether the spins hit
      * depends on the machine (with both CPUs busy, as under ctest -j2 and
-     * TSan, a spinner keeps its partner off the CPU; park_spin_hits
-     * checks hits with a bound long enough for that). */
+     * TSan, a spinner keeps its partner off the CPU, and the probes back
+     * off; park_spin_hits checks hits with a bound long enough for
+     * that). */
     struct fut_rt_stats st2 = pingpong_run(rt, TEST_ITERS(2000, 500));
-    ck_assert_msg(st2.park_spins >= st.park_spins + 20,
+    ck_assert_msg(st2.park_spins >= st.park_spins + 2 * FUT__SPIN_CREDIT + 2,
                   "the workers did not spin again after the decay (spins "
                   "%llu -> %llu, hits %llu -> %llu)",
                   (unsigned long long)st.park_spins,
@@ -680,6 +687,107 @@ START_TEST(park_spin_decay)
                   (unsigned long long)st2.park_spin_hits);
     fut_runtime_free(rt);
     fut_notify_fini(&n);
+}
+END_TEST
+
+/* The rules of rt/park_spin.h, driven with made-up times (ns). */
+START_TEST(park_spin_rules)
+{
+    struct fut__spin s;
+    /* Adaptive: starts at the 1 us floor with full credits. */
+    fut__spin_init(&s, 0);
+    ASSERT_EQ(s.bound, FUT__SPIN_MIN_NS);
+    ASSERT_EQ(s.credit, FUT__SPIN_CREDIT);
+    /* A sleep a timed wake ended: the first latency is taken as it is,
+     * the bound is twice it. Spun: one credit spent. */
+    fut__spin_slept(&s, 1, 1000, 3000, 23000); /* latency 20 us */
+    ASSERT_EQ(s.wake_lat, 20000);
+    ASSERT_EQ(s.bound, 40000);
+    ASSERT_EQ(s.credit, FUT__SPIN_CREDIT - 1);
+    /* Then a moving average (1/8). */
+    fut__spin_slept(&s, 1, 100000, 100000, 108000); /* latency 8 us */
+    ASSERT_EQ(s.wake_lat, 20000 - 12000 / 8);
+    ASSERT_EQ(s.bound, 2 * (20000 - 12000 / 8));
+    /* The last credit spent: no spin until probes, and the next probe
+     * needs two soon sleeps (the gap doubled). */
+    fut__spin_slept(&s, 1, 200000, -1, 300000); /* untimed: no sample */
+    ASSERT_EQ(s.wake_lat, 18500);
+    ASSERT_EQ(s.credit, 0);
+    ASSERT_EQ(s.gap, 2);
+    /* A wake issued later than the bound after the park began is not
+     * soon; a stale stamp (before the park) is no sample and not soon. */
+    fut__spin_slept(&s, 0, 400000, 400000 + s.bound + 1, 500000);
+    fut__spin_slept(&s, 0, 600000, 599999, 700000);
+    ASSERT_EQ(s.credit, 0);
+    ASSERT_EQ(s.soon, 0);
+    /* Two soon sleeps: a probe. */
+    fut__spin_slept(&s, 0, 800000, 801000, 820000);
+    ASSERT_EQ(s.credit, 0);
+    fut__spin_slept(&s, 0, 900000, 901000, 920000);
+    ASSERT_EQ(s.credit, 1);
+    /* Probes that miss back off: 4, 8, ... soon sleeps, up to GAP_MAX. */
+    int64_t t = 1000000;
+    for (int gap = 4; gap <= 4 * FUT__SPIN_GAP_MAX; gap *= 2) {
+        fut__spin_slept(&s, 1, t, -1, t + 50000); /* the probe missed */
+        t += 100000;
+        ASSERT_EQ(s.credit, 0);
+        int want = gap < FUT__SPIN_GAP_MAX ? gap : FUT__SPIN_GAP_MAX;
+        ASSERT_EQ(s.gap, want);
+        for (int k = 0; k < want; k++) {
+            ASSERT_EQ(s.credit, 0);
+            fut__spin_slept(&s, 0, t, t + 1000, t + 20000);
+            t += 100000;
+        }
+        ASSERT_EQ(s.credit, 1);
+    }
+    /* A hit refills the credits and resets the gap. */
+    fut__spin_hit(&s);
+    ASSERT_EQ(s.credit, FUT__SPIN_CREDIT);
+    ASSERT_EQ(s.gap, 1);
+    /* Latencies are clamped: a preempted thread is not a wake. */
+    for (int k = 0; k < 100; k++)
+        fut__spin_slept(&s, 0, t, t, t + 10 * 1000 * 1000);
+    ASSERT_EQ(s.bound, FUT__SPIN_MAX_NS);
+    for (int k = 0; k < 100; k++)
+        fut__spin_slept(&s, 0, t, t, t + 100);
+    ASSERT_EQ(s.bound, FUT__SPIN_MIN_NS);
+    /* A configured bound does not move. */
+    fut__spin_init(&s, 20000);
+    fut__spin_slept(&s, 1, 0, 0, 5000000);
+    ASSERT_EQ(s.bound, 20000);
+    ASSERT_EQ(s.wake_lat, 0);
+}
+END_TEST
+
+/* The default bound follows the wake latency the workers measure: after
+ * a ping-pong (each hop a FUTEX_WAKE to a sleeping worker, at first) it
+ * has left its 1 us floor, within the 64 us cap. A configured bound is
+ * reported as it is, and the spin switched off as 0. */
+START_TEST(park_spin_adapt)
+{
+    struct fut_runtime *rt = mt_rt_spin(2, 0);
+    struct fut_rt_stats st;
+    fut_runtime_stats(rt, &st);
+    ASSERT_EQ(st.park_spin_bound_ns, (uint64_t)FUT__SPIN_MIN_NS);
+    st = pingpong_run(rt, TEST_ITERS(2000, 500));
+    ck_assert_msg(st.park_spin_bound_ns > (uint64_t)FUT__SPIN_MIN_NS &&
+                      st.park_spin_bound_ns <= (uint64_t)FUT__SPIN_MAX_NS,
+                  "bound %llu ns after %llu parks, %llu spins, %llu hits",
+                  (unsigned long long)st.park_spin_bound_ns,
+                  (unsigned long long)st.parks,
+                  (unsigned long long)st.park_spins,
+                  (unsigned long long)st.park_spin_hits);
+    fut_runtime_free(rt);
+
+    rt = mt_rt_spin(2, 20 * 1000 * 1000);
+    st = pingpong_run(rt, TEST_ITERS(200, 100));
+    ASSERT_EQ(st.park_spin_bound_ns, 20 * 1000 * 1000);
+    fut_runtime_free(rt);
+
+    rt = mt_rt_spin(2, -1);
+    st = pingpong_run(rt, TEST_ITERS(200, 100));
+    ASSERT_EQ(st.park_spin_bound_ns, 0);
+    fut_runtime_free(rt);
 }
 END_TEST
 
@@ -696,5 +804,9 @@ int main(void)
     tcase_add_test(tc, park_spin_hits);
     tc = fut_test_tcase(s, "park_spin_decay");
     tcase_add_test(tc, park_spin_decay);
+    tc = fut_test_tcase(s, "park_spin_rules");
+    tcase_add_test(tc, park_spin_rules);
+    tc = fut_test_tcase(s, "park_spin_adapt");
+    tcase_add_test(tc, park_spin_adapt);
     return fut_test_run(s);
 }

@@ -49,10 +49,11 @@ struct fut_rt_config {
                                       10 s */
     int64_t park_spin_ns; /* multi-thread: how long a worker that ran out of
                              work watches for a wake before it sleeps
-                             (adaptive: only while wakes have been coming
-                             soon after it parks); 0 = 1 us, -1 = never;
-                             ignored by the current-thread runtime. See
-                             docs/scheduler.md, "Park spin" */
+                             (only while wakes have been coming soon after
+                             it parks); 0 = adaptive: twice the worker's
+                             measured futex wake latency, 1-64 us; -1 =
+                             never; ignored by the current-thread runtime.
+                             See docs/scheduler.md, "Park spin" */
 };
 
 /* Fills 'cfg' with the defaults (current-thread, budget 128, 61 ticks). */
@@ -221,6 +222,9 @@ struct fut_rt_stats {
     uint64_t park_spin_hits; /* of those, the ones a wake ended: no sleep */
     uint64_t workers;      /* worker threads (1 for current-thread; 1 in
                               one worker's statistics) */
+    uint64_t park_spin_bound_ns; /* the bound of the next park spin (ns;
+                              0: the spin is off); in the totals the
+                              largest of the workers' */
 };
 
 /* A snapshot of the runtime's counters, summed over its workers; readable

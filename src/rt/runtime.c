@@ -36,8 +36,7 @@ static int config_resolve(const struct fut_rt_config *in,
                                      with periodic workloads */
     if (out->slow_poll_ns == 0)
         out->slow_poll_ns = 10 * 1000 * 1000;
-    if (out->park_spin_ns == 0)
-        out->park_spin_ns = 1000; /* docs/scheduler.md, "Park spin" */
+    /* park_spin_ns 0 stays 0: the adaptive bound (rt/park_spin.h). */
     return 0;
 }
 

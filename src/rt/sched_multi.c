@@ -51,7 +51,7 @@
  * by the worker before it sleeps; swap to NOTIFIED by an unparker, which
  * then does one FUTEX_WAKE or driver->unpark (nothing when the worker
  * was not asleep: the permit makes its next park return). Before it
- * sleeps, a worker may spin up to 'spin_ns' watching for the permit,
+ * sleeps, a worker may spin (rt/park_spin.h) watching for the permit,
  * still EMPTY (so its unparker makes no syscall) and still counted
  * asleep; a spin that sees none goes on to sleep as above (park_spin).
  *
@@ -88,6 +88,7 @@
 
 #include "io/driver.h"
 #include "rt/lifo.h"
+#include "rt/park_spin.h"
 #include "rt/queue.h"
 #include "rt/rt_internal.h"
 #include "rt/slab.h"
@@ -124,6 +125,7 @@ enum {
     ST_BLOCKS, ST_BLOCKS_FREED, /* block pool: allocated here, freed here */
     ST_POLLS_DONE, /* polls finished (release: see run_one) */
     ST_SPINS, ST_SPIN_HITS, /* park spins, and those a wake ended */
+    ST_SPIN_NS, /* a gauge: the next park spin's bound (0: never) */
     ST__COUNT
 };
 
@@ -169,6 +171,11 @@ struct mt_worker {
      * which every push is followed by a swap of (unpark_worker): one
      * line moves between the threads for a cross-thread wake, not two. */
     fut__aword rl;
+    /* Park spin: when an unparker last issued a FUTEX_WAKE to this
+     * worker (fut_now_ns). A hint for the spin's rules, stored relaxed
+     * after the swap that found P_FUTEX; one older than the park is
+     * ignored (park_spin.h). On the line the unparker just swapped. */
+    fut__aword wake_ns;
     _Alignas(64) fut__aword unlinks; /* stack of tasks completed elsewhere */
     _Alignas(64) fut__aword st[ST__COUNT];
     /* --- the worker's own --- */
@@ -182,7 +189,7 @@ struct mt_worker {
     int watching;     /* holds m->watcher */
     int exiting;      /* shutdown: dropping its thread-affine tasks */
     int started;
-    int spin_credit;  /* park spin: misses left before it stops spinning */
+    struct fut__spin spin; /* park spin: when and how long (park_spin.h) */
     int64_t watch_ns;
     uint32_t tick;
     uint32_t countdown; /* ticks to the next maintenance (no division) */
@@ -203,7 +210,8 @@ struct mt_sched {
     int n;
     int budget;
     int event_interval;
-    int64_t spin_ns; /* park spin bound; 0: never */
+    int64_t spin_ns; /* park spin: the configured bound, 0: adaptive,
+                        -1: never */
     int asym;        /* membarrier works: owners take their LIFO slot
                         without a locked instruction (rt/lifo.h) */
     struct mt_worker *w;
@@ -421,18 +429,10 @@ static void driver_interest(struct fut__driver *d, void *ud)
 }
 
 /* Park spin (docs/scheduler.md): before it sleeps, a worker watches its
- * parker for up to 'spin_ns'; an unparker that finds it EMPTY meanwhile
- * leaves the permit without a syscall, and the worker takes it without
- * sleeping. Adaptive ('spin_credit', owner-only): a hit refills
- * SPIN_CREDIT credits, a spin that ends in a sleep spends one, and at 0
- * the worker parks without spinning until a sleep shorter than SPIN_NEAR
- * bounds (a wake that came soon) grants one probe. So a worker whose
- * wakes come long after it parks (an idle runtime, a quiet server) stops
- * after SPIN_CREDIT spins, and one whose wakes come soon but not within
- * the bound spins at every other park at most. The permit's orderings
- * are park_parker's. */
-#define SPIN_CREDIT 3
-#define SPIN_NEAR 32
+ * parker for up to its spin bound; an unparker that finds it EMPTY
+ * meanwhile leaves the permit without a syscall, and the worker takes it
+ * without sleeping. When it spins and for how long: park_spin.h. The
+ * permit's orderings are park_parker's. */
 #define SPIN_CHECKS 8 /* permit checks between clock reads */
 
 /* Returns 1 when a permit arrived before 'end' (fut_now_ns). */
@@ -451,13 +451,18 @@ static int park_spin(struct mt_worker *w, int64_t end)
     }
 }
 
-/* After a park that began at 't0' and slept; 'spun': it spun first. */
+/* After a futex sleep of a park that began at 't0' ('spun': it spun
+ * first): the rules learn when the wake came (wake_ns). */
 static void spin_learn(struct mt_worker *w, int64_t t0, int spun)
 {
-    if (spun)
-        w->spin_credit--; /* a miss */
-    else if (fut_now_ns() - t0 <= SPIN_NEAR * w->m->spin_ns)
-        w->spin_credit = 1; /* woken soon: probe at the next park */
+    int64_t now = fut_now_ns();
+    /* Relaxed: a hint (see wake_ns); a stale one is older than t0. */
+    int64_t at = (int64_t)fut__load(&w->wake_ns, FUT__RELAXED);
+    int64_t was = w->spin.bound;
+    fut__spin_slept(&w->spin, spun, t0, at, now);
+    if (w->spin.bound != was)
+        fut__store(&w->st[ST_SPIN_NS], (uintptr_t)w->spin.bound,
+                   FUT__RELAXED);
 }
 
 /* Sleeps until unparked or 'timeout_ns' (-1: none) passed; in the driver
@@ -491,17 +496,17 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
     /* Spin only before a futex sleep: every wake of that comes through
      * 'pstate', which the spin watches; a worker about to wait in epoll
      * would not see the I/O it waits for. */
-    int learn = !drv && m->spin_ns; /* a futex park, the spin enabled */
+    int learn = !drv && m->spin_ns >= 0; /* a futex park, spin on */
     int64_t t0 = 0;
     int spun = 0;
     if (learn) {
         t0 = fut_now_ns();
-        spun = w->spin_credit > 0;
-        if (spun && park_spin(w, t0 + m->spin_ns)) {
+        spun = w->spin.credit > 0;
+        if (spun && park_spin(w, t0 + w->spin.bound)) {
             /* Acquire: pairs with the unparker's release swap. */
             fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE);
             stat_inc(w, ST_SPIN_HITS);
-            w->spin_credit = SPIN_CREDIT;
+            fut__spin_hit(&w->spin);
             return;
         }
     }
@@ -513,7 +518,7 @@ static void park_parker(struct mt_worker *w, int64_t timeout_ns,
         if (drv)
             driver_unlock(m);
         if (learn)
-            w->spin_credit = SPIN_CREDIT; /* as good as a hit */
+            fut__spin_hit(&w->spin); /* as good as a hit */
         return;
     }
     stat_inc(w, ST_PARKS);
@@ -536,9 +541,14 @@ static void unpark_worker(struct mt_worker *w)
     /* Release: what we published before is visible to the woken worker
      * (pairs with park_parker's acquire swaps). */
     uintptr_t prev = fut__swap(&w->pstate, P_NOTIFIED, FUT__ACQ_REL);
-    if (prev == P_FUTEX)
+    if (prev == P_FUTEX) {
+        /* For the spin's rules (even with the spin off: reading w->m
+         * here could miss on a line the worker writes; the clock read
+         * is ~20 ns against the syscall's microseconds). */
+        fut__store(&w->wake_ns, (uintptr_t)fut_now_ns(), FUT__RELAXED);
         syscall(SYS_futex, futex_word(&w->pstate), FUTEX_WAKE_PRIVATE, 1,
                 NULL, NULL, 0);
+    }
     else if (prev == P_DRIVER)
         w->m->base.driver->vt->unpark(w->m->base.driver);
 }
@@ -1759,6 +1769,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     fut__aword_init(&w->handoff, 0);
     fut__aword_init(&w->unlinks, 0);
     fut__aword_init(&w->rl, 0);
+    fut__aword_init(&w->wake_ns, 0);
     for (int k = 0; k < ST__COUNT; k++)
         fut__aword_init(&w->st[k], 0);
     list_init(&w->owned);
@@ -1770,7 +1781,9 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     fut__pool_init_cache(&w->pool);
     w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
     w->countdown = (uint32_t)m->event_interval;
-    w->spin_credit = SPIN_CREDIT;
+    fut__spin_init(&w->spin, m->spin_ns > 0 ? m->spin_ns : 0);
+    fut__aword_init(&w->st[ST_SPIN_NS],
+                    m->spin_ns >= 0 ? (uintptr_t)w->spin.bound : 0);
     w->global_due = 1;
     if (m->n > 1) {
         w->seen = fut__alloc(sizeof(struct seen) * (size_t)m->n);
@@ -1824,7 +1837,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     m->n = n;
     m->budget = cfg->budget;
     m->event_interval = cfg->event_interval;
-    m->spin_ns = cfg->park_spin_ns > 0 ? cfg->park_spin_ns : 0;
+    m->spin_ns = cfg->park_spin_ns;
     m->asym = fut__membarrier_init();
     list_init(&m->foreign);
     fut__aword_init(&m->inject_n, 0);
@@ -2023,6 +2036,7 @@ static void worker_stats(struct mt_worker *w, struct fut_rt_stats *o)
     o->global_polls = fut__load(&w->st[ST_GLOBAL], FUT__RELAXED);
     o->park_spins = fut__load(&w->st[ST_SPINS], FUT__RELAXED);
     o->park_spin_hits = fut__load(&w->st[ST_SPIN_HITS], FUT__RELAXED);
+    o->park_spin_bound_ns = fut__load(&w->st[ST_SPIN_NS], FUT__RELAXED);
     o->workers = 1;
 }
 
@@ -2061,6 +2075,8 @@ void fut__mt_stats(struct fut__sched *s, struct fut_rt_stats *out)
         out->global_polls += o.global_polls;
         out->park_spins += o.park_spins;
         out->park_spin_hits += o.park_spin_hits;
+        if (o.park_spin_bound_ns > out->park_spin_bound_ns)
+            out->park_spin_bound_ns = o.park_spin_bound_ns;
         freed += fut__load(&m->w[i].st[ST_FREED], FUT__RELAXED);
     }
     out->spawned += fut__load(&m->f_spawned, FUT__RELAXED);
