@@ -17,8 +17,9 @@
  *     thread needs its CPU to answer) spins at ever rarer probes;
  *   - the bound is the configured one, or (adaptive, park_spin_ns = 0)
  *     twice the worker's wake latency: the time from an unparker's
- *     FUTEX_WAKE to the woken worker running, a moving average (1/8) of
- *     the sleeps that a timed wake ended, clamped to MIN_NS..MAX_NS. A
+ *     FUTEX_WAKE to the woken worker running, a moving average (1/8,
+ *     from the first sample) of the sleeps that a timed wake ended, each
+ *     sample at most MAX_NS, the bound clamped to MIN_NS..MAX_NS. A
  *     spin that long costs at most what the sleep and the wake cost the
  *     two threads (spin-then-block's rule of thumb), and it outlasts the
  *     wake latency of the thread that is to answer, so a ping-pong whose
