@@ -52,12 +52,6 @@
 #include "rt/rt_internal.h"
 #include "scope/scope_internal.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
-
 enum { BUSY = 1, DONE = 2 };
 
 /* Futures up to this size are staged on the stack for the spawn's copy. */
@@ -257,7 +251,7 @@ const struct fut_future_vtable fut__scope_child_vt = {
 static void backoff(unsigned n)
 {
     if (n < 64) {
-        cpu_relax();
+        fut__cpu_relax();
     } else if (n < 128) {
         sched_yield();
     } else {

@@ -39,12 +39,6 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the futex word is the low half of the lock word");
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
-
 static void futex(fut__aword *w, int op, uint32_t val)
 {
     syscall(SYS_futex, (uint32_t *)(void *)w, op, val, NULL, NULL, 0);
@@ -59,7 +53,7 @@ void fut__lock_slow(struct fut__lock *l)
         if (fut__load(&l->w, FUT__RELAXED) == 0 &&
             fut__cas(&l->w, &z, 1, FUT__ACQUIRE, FUT__RELAXED))
             return;
-        cpu_relax();
+        fut__cpu_relax();
     }
     /* Acquire: as in fut__lock_acquire. Storing 2 makes the holder's
      * release wake a sleeper; we may have taken the lock with 2 in it,

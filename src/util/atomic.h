@@ -57,8 +57,9 @@ typedef _Atomic uintptr_t fut__aword;
 /* A spin-wait iteration (lets the checker detect and schedule spin loops). */
 #define fut__spin_hint() ((void)0)
 /* The CPU's spin-wait hint (x86 pause, arm yield): a busy-wait loop that
- * runs for a bounded time (the multi-thread parker's spin) eases off the
- * sibling hyperthread and the memory bus with it. */
+ * runs for a bounded time (the multi-thread parker's spin, the lock's
+ * spin before its futex, the scope drop's backoff) eases off the sibling
+ * hyperthread and the memory bus with it. */
 #if defined(__x86_64__) || defined(__i386__)
 #define fut__cpu_relax() __builtin_ia32_pause()
 #elif defined(__aarch64__) || defined(__arm__)
