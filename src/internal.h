@@ -42,6 +42,75 @@ static inline void fut__waker_store(struct fut_waker *slot,
 #define FUT_ASSERT(e) ((void)0)
 #endif
 
+/* Programming errors at a public function's entry (docs/design.md,
+ * "Programming errors"):
+ *   FUT_ARG_CHECK(cond, what)  a function that can report an error:
+ *       returns FUT_EINVAL when 'cond' is false, in every build;
+ *   FUT_ARG_VOID(cond, what)   a function that cannot report one: the
+ *       debug build aborts with "fut: <function>: <what>" and the caller's
+ *       location, the release build returns without doing anything;
+ *   FUT_ARG_OR(cond, what, v)  the same for a function whose result is not
+ *       an error code (a predicate, a pointer): the release build returns
+ *       'v';
+ *   FUT_MISUSE(what)           aborts in debug builds (the caller named),
+ *       nothing in release builds - for what the release build then
+ *       handles as the docs say (a second send refused, ...).
+ * The checks test the arguments only: they run before the function
+ * touches anything. __builtin_return_address(0) is where the user's call
+ * returns to (the public functions are never inlined into a caller). */
+#define FUT__CALLER __builtin_return_address(0)
+#if defined(FUT_DEBUG) && defined(FUT_MODEL_CHECK)
+#define FUT_MISUSE(what) fut__assert_fail((what), __FILE__, __LINE__)
+#elif defined(FUT_DEBUG)
+#define FUT_MISUSE(what) fut__misuse(__func__, (what), FUT__CALLER)
+#else
+#define FUT_MISUSE(what) ((void)0)
+#endif
+#define FUT_ARG_CHECK(cond, what)                                             \
+    do {                                                                      \
+        if (__builtin_expect(!(cond), 0))                                     \
+            return FUT_EINVAL;                                                \
+    } while (0)
+#define FUT_ARG_VOID(cond, what)                                              \
+    do {                                                                      \
+        if (__builtin_expect(!(cond), 0)) {                                   \
+            FUT_MISUSE(what);                                                 \
+            return;                                                           \
+        }                                                                     \
+    } while (0)
+#define FUT_ARG_OR(cond, what, v)                                             \
+    do {                                                                      \
+        if (__builtin_expect(!(cond), 0)) {                                   \
+            FUT_MISUSE(what);                                                 \
+            return (v);                                                       \
+        }                                                                     \
+    } while (0)
+
+/* Debug builds: the registry of live handles (src/platform/misuse.c). A
+ * handle's private 'gen' comes from fut__handle_new when it is made;
+ * fut__handle_check aborts, naming 'fn' (the public call) and the
+ * caller, when it was given up already (a copy used after the original);
+ * fut__handle_end does the same and gives it up. gen 0: not registered
+ * (release builds). */
+#if defined(FUT_DEBUG) && !defined(FUT_MODEL_CHECK)
+uint32_t fut__handle_new(const void *obj);
+void fut__handle_check(const void *obj, uint32_t gen, const char *fn,
+                       const void *caller);
+void fut__handle_end(const void *obj, uint32_t gen, const char *fn,
+                     const void *caller);
+/* 1 while some registered handle refers to 'obj' (a scan: rare calls). */
+int fut__handle_obj_live(const void *obj);
+#define FUT_HANDLE_NEW(obj) fut__handle_new(obj)
+#define FUT_HANDLE_CHECK(obj, gen, fn)                                        \
+    fut__handle_check((obj), (gen), (fn), FUT__CALLER)
+#define FUT_HANDLE_END(obj, gen, fn)                                          \
+    fut__handle_end((obj), (gen), (fn), FUT__CALLER)
+#else
+#define FUT_HANDLE_NEW(obj) ((void)(obj), 0u)
+#define FUT_HANDLE_CHECK(obj, gen, fn) ((void)(obj), (void)(gen))
+#define FUT_HANDLE_END(obj, gen, fn) ((void)(obj), (void)(gen))
+#endif
+
 #define FUT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define FUT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

@@ -69,11 +69,17 @@ FUT_EXTERN int fut_cell_is_complete(const struct fut_cell *c);
  * allocation (cell + value) shared by the two handles. Either handle may
  * be used or dropped on any thread. */
 struct fut__oneshot;
+/* The two ends. A handle is a unique owner: it may be moved (copied,
+ * with the original never used again) but not duplicated - using a copy
+ * after the original was sent, received or dropped is a programming
+ * error, which debug builds catch (an abort naming the call). */
 struct fut_oneshot_tx {
     struct fut__oneshot *ch; /* private; NULL once sent or dropped */
+    uint32_t gen;            /* private: debug builds' copy check */
 };
 struct fut_oneshot_rx {
     struct fut__oneshot *ch; /* private; NULL once received or dropped */
+    uint32_t gen;            /* private: debug builds' copy check */
 };
 
 /* Creates a channel for values of 'size' bytes. 'dtor' (may be NULL) is
@@ -89,7 +95,9 @@ FUT_EXTERN int fut_oneshot_new(size_t size, void (*dtor)(void *value),
 /* Sends a copy of the value and consumes 'tx' (in every case).
  * Returns 0 when the value was delivered to the channel, or FUT_ECLOSED
  * when the receiver is gone: the value was not taken and is still the
- * caller's. Wakes the receiver. Thread: any. */
+ * caller's. Wakes the receiver. Thread: any. A second send on a consumed
+ * sender is a programming error: debug builds abort naming it, release
+ * builds return FUT_EINVAL (nothing sent). */
 FUT_EXTERN int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value);
 
 /* Drops the sender without sending: the receiver completes with

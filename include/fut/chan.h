@@ -45,11 +45,17 @@ struct fut__mpsc;
  * dropped. */
 struct fut_mpsc_tx {
     struct fut__mpsc *ch; /* private */
+    uint32_t gen;         /* private: debug builds' copy check */
 };
 
-/* The receiving handle: one per channel. */
+/* The receiving handle: one per channel.
+ * Both handles are unique owners: move them (copy, never use the original
+ * again) or clone a sender with fut_mpsc_tx_clone, but never duplicate
+ * one by copying - a copy used after its original was dropped aborts in
+ * debug builds, naming the call (docs/design.md, "Programming errors"). */
 struct fut_mpsc_rx {
     struct fut__mpsc *ch; /* private */
+    uint32_t gen;         /* private: debug builds' copy check */
 };
 
 /* Creates a bounded channel of 'capacity' (1..FUT_MPSC_MAX_CAPACITY)

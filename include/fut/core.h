@@ -261,6 +261,11 @@ static inline void fut_future_init(struct fut_future *f,
 
 FUT_EXTERN void fut__assert_fail(const char *expr, const char *file,
                                  int line);
+/* A programming error in a call to 'fn': prints "fut: <fn>: <what>
+ * (called from <caller>)" and aborts. 'caller' NULL: the code that called
+ * fut__misuse (an inline function of these headers, inlined into yours). */
+FUT_EXTERN void fut__misuse(const char *fn, const char *what,
+                            const void *caller) __attribute__((noreturn));
 
 /* Polls 'f'. After it once returned FUT_READY, later polls return FUT_READY
  * again without running the future: the output already stored stays as it
@@ -280,9 +285,14 @@ static inline int fut_poll(struct fut_future *f, struct fut_context *cx)
 }
 
 /* Cancels by dropping: releases what 'f' holds, in whatever state it is.
- * Idempotent; cannot fail or be refused. The storage stays the caller's. */
+ * Idempotent; cannot fail or be refused. The storage stays the caller's.
+ * 'f' NULL, or a future never initialised (no vtable), is a programming
+ * error: it aborts with a message naming the caller, in every build. */
 static inline void fut_drop(struct fut_future *f)
 {
+    if (__builtin_expect(!f || !f->vt, 0))
+        fut__misuse("fut_drop", f ? "the future was never initialised"
+                                  : "the future is NULL", 0);
     if (f->flags & FUT_F_DROPPED)
         return;
     f->flags |= FUT_F_DROPPED;

@@ -54,7 +54,7 @@ FUT_EXTERN int fut_io_from_fd(int fd, struct fut_io **out);
 /* The fd (for options fut does not wrap); still owned by 'io'. */
 FUT_EXTERN int fut_io_fd(const struct fut_io *io);
 
-/* Closes a handle. The fd is unregistered and closed when the last handle
+/* Closes a handle (NULL: nothing). The fd is unregistered and closed when the last handle
  * of it is closed (after a split: both halves); closing a write half
  * shuts the socket down for writing first. Every future over the handle
  * must have been dropped. Never fails. Thread: any, one at a time per

@@ -81,7 +81,12 @@ FUT_EXTERN int fut_runtime_new(const struct fut_rt_config *cfg,
  * FUT_ESHUTDOWN, awaited join handles give FUT_ECANCELED. Once it
  * returned, 'rt' may still be used for fut_spawn (FUT_ESHUTDOWN) only
  * while a join handle or waker of one of its tasks is alive (they keep
- * the handle's memory). */
+ * the handle's memory) - both flavors; fut_block_on then returns
+ * FUT_ESHUTDOWN on the current-thread flavor. rt == NULL: nothing.
+ * Freeing a runtime twice is a programming error: debug builds abort
+ * naming the call; release builds ignore a second free while the memory
+ * is kept alive by a handle. Called from inside a task or fut_block_on of
+ * the same runtime: aborts in every build (it would wait for itself). */
 FUT_EXTERN void fut_runtime_free(struct fut_runtime *rt);
 
 /* The runtime whose task (or block_on) is running on this thread, or
@@ -114,11 +119,16 @@ FUT_EXTERN int fut_block_on(struct fut_runtime *rt, struct fut_future *f);
  * the task's output.
  * cancel-safe: dropping it loses nothing but the task, which is the point.
  * Thread: the handle may be polled and dropped on any thread, by one
- * thread at a time. */
+ * thread at a time.
+ * A unique owner: it may be moved (copied, the original never used
+ * again), not duplicated; a copy used after the original was dropped or
+ * detached aborts in debug builds, naming the call (docs/design.md,
+ * "Programming errors"). */
 struct fut_join {
     struct fut_future base;
     struct fut_task *task; /* private; NULL once detached or dropped */
     int result;            /* output */
+    uint32_t gen;          /* private: debug builds' copy check */
     /* private: where fut_join_output_to copies the output */
     void *out_dst;
     size_t out_off, out_len;

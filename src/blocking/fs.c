@@ -141,6 +141,8 @@ static void fs_setup(struct fut_fs *f, int op)
 void fut_fs_open_init(struct fut_fs *f, const char *path, int flags,
                       int mode)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(path, "'path' is NULL");
     fs_setup(f, FS_OPEN);
     f->path = path;
     f->flags = flags;
@@ -150,6 +152,8 @@ void fut_fs_open_init(struct fut_fs *f, const char *path, int flags,
 void fut_fs_read_init(struct fut_fs *f, int fd, void *buf, size_t len,
                       int64_t offset)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     fs_setup(f, FS_READ);
     f->fd = fd;
     f->buf = buf;
@@ -160,6 +164,8 @@ void fut_fs_read_init(struct fut_fs *f, int fd, void *buf, size_t len,
 void fut_fs_write_init(struct fut_fs *f, int fd, const void *buf,
                        size_t len, int64_t offset)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     fs_setup(f, FS_WRITE);
     f->fd = fd;
     f->cbuf = buf;
@@ -169,6 +175,9 @@ void fut_fs_write_init(struct fut_fs *f, int fd, const void *buf,
 
 void fut_fs_stat_init(struct fut_fs *f, const char *path, struct stat *st)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(path, "'path' is NULL");
+    FUT_ARG_VOID(st, "'st' is NULL");
     fs_setup(f, FS_STAT);
     f->path = path;
     f->st = st;
@@ -176,6 +185,8 @@ void fut_fs_stat_init(struct fut_fs *f, const char *path, struct stat *st)
 
 void fut_fs_fstat_init(struct fut_fs *f, int fd, struct stat *st)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(st, "'st' is NULL");
     fs_setup(f, FS_FSTAT);
     f->fd = fd;
     f->st = st;
@@ -183,6 +194,7 @@ void fut_fs_fstat_init(struct fut_fs *f, int fd, struct stat *st)
 
 void fut_fs_fsync_init(struct fut_fs *f, int fd)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     fs_setup(f, FS_FSYNC);
     f->fd = fd;
 }

@@ -467,6 +467,8 @@ static const struct fut_future_vtable blocking_vt = {
 void fut_spawn_blocking_init(struct fut_blocking *f,
                              intptr_t (*fn)(void *arg), void *arg)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     fut_future_init(&f->base, &blocking_vt);
     f->fn = fn;
     f->arg = arg;
@@ -479,5 +481,6 @@ void fut_spawn_blocking_init(struct fut_blocking *f,
 void fut_blocking_set_discard(struct fut_blocking *f,
                               void (*discard)(void *arg, intptr_t value))
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     f->discard = discard;
 }

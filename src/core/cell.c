@@ -146,6 +146,8 @@ static void cell_setup(struct fut__cell *c, void *slot, size_t size)
 
 void fut_cell_init(struct fut_cell *c, void *slot, size_t size)
 {
+    FUT_ARG_VOID(c, "'c' is NULL");
+    FUT_ARG_VOID(slot || !size, "'slot' is NULL");
     FUT_CHECK(size <= UINT32_MAX - 256);
     cell_setup(cell_of(c), slot, size);
 }
@@ -250,6 +252,8 @@ static uintptr_t cell_publish(struct fut__cell *c, uintptr_t bits)
 
 int fut_cell_complete(struct fut_cell *cc, const void *value)
 {
+    FUT_ARG_CHECK(cc, "'c' is NULL");
+    FUT_ARG_CHECK(value, "'value' is NULL");
     struct fut__cell *c = cell_of(cc);
 #ifdef FUT_MC_BUG_CHECK_THEN_ACT
     /* (d): check, then act - two completers can both pass the check. */
@@ -299,6 +303,7 @@ static int cell_claim(struct fut__cell *c, uintptr_t *sp, void *out)
 
 int fut_cell_take(struct fut_cell *cc, void *out)
 {
+    FUT_ARG_CHECK(cc, "'c' is NULL");
     struct fut__cell *c = cell_of(cc);
     uintptr_t s = fut__load(&c->state, CONSUME_MO); /* pairs: publish */
     return cell_claim(c, &s, out);
@@ -307,6 +312,9 @@ int fut_cell_take(struct fut_cell *cc, void *out)
 int fut_cell_poll(struct fut_cell *cc, struct fut_context *cx, void *out,
                   int *got)
 {
+    FUT_ARG_CHECK(cc, "'c' is NULL");
+    FUT_ARG_CHECK(cx, "'cx' is NULL");
+    FUT_ARG_CHECK(got, "'got' is NULL");
     struct fut__cell *c = cell_of(cc);
     uintptr_t s = fut__load(&c->state, CONSUME_MO); /* pairs: publish */
     for (;;) {
@@ -323,6 +331,7 @@ int fut_cell_poll(struct fut_cell *cc, struct fut_context *cx, void *out,
 
 int fut_cell_close(struct fut_cell *cc)
 {
+    FUT_ARG_CHECK(cc, "'c' is NULL");
     struct fut__cell *c = cell_of(cc);
     /* Acq_rel: acquire pairs with a publish (the value bytes may be
      * released by our caller); release orders our slot writes before a
@@ -335,6 +344,7 @@ int fut_cell_close(struct fut_cell *cc)
 
 int fut_cell_is_complete(const struct fut_cell *cc)
 {
+    FUT_ARG_OR(cc, "'c' is NULL", 0);
     struct fut__cell *c = cell_of((struct fut_cell *)cc);
     return (fut__load(&c->state, FUT__ACQUIRE) & READY) != 0;
 }
@@ -398,6 +408,8 @@ static void oneshot_free(struct fut__oneshot *ch, int undelivered)
 int fut_oneshot_new(size_t size, void (*dtor)(void *value),
                     struct fut_oneshot_tx *tx, struct fut_oneshot_rx *rx)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
     struct fut__blockpool *pool = NULL;
     uint32_t cls = 0;
     struct fut__oneshot *ch;
@@ -424,6 +436,8 @@ int fut_oneshot_new(size_t size, void (*dtor)(void *value),
     ch->pool = pool;
     tx->ch = ch;
     rx->ch = ch;
+    tx->gen = FUT_HANDLE_NEW(ch);
+    rx->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -476,8 +490,14 @@ static uintptr_t oneshot_tx_finish(struct fut__oneshot *ch, uintptr_t bits)
 
 int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(value, "'value' is NULL");
     struct fut__oneshot *ch = tx->ch;
-    FUT_CHECK(ch != 0); /* send on a consumed sender */
+    if (!ch) {
+        FUT_MISUSE("the sender was used already (a oneshot sends once)");
+        return FUT_EINVAL; /* the value is still the caller's */
+    }
+    FUT_HANDLE_END(ch, tx->gen, __func__);
     tx->ch = 0;
     fut__plain_write(ch->cell.slot, ch->cell.size);
     copy_value(ch->cell.slot, value, ch->cell.size);
@@ -488,17 +508,21 @@ int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value)
 
 void fut_oneshot_tx_drop(struct fut_oneshot_tx *tx)
 {
+    FUT_ARG_VOID(tx, "'tx' is NULL");
     struct fut__oneshot *ch = tx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, tx->gen, __func__);
     tx->ch = 0;
     (void)oneshot_tx_finish(ch, TX_CLOSED);
 }
 
 int fut_oneshot_tx_is_closed(const struct fut_oneshot_tx *tx)
 {
+    FUT_ARG_OR(tx, "'tx' is NULL", 0);
     if (!tx->ch)
         return 1;
+    FUT_HANDLE_CHECK(tx->ch, tx->gen, __func__);
     return (fut__load(&tx->ch->cell.state, FUT__ACQUIRE) & RX_CLOSED) != 0;
 }
 
@@ -518,20 +542,30 @@ static int oneshot_rx_finish(struct fut__oneshot *ch, uintptr_t s, void *out)
 
 int fut_oneshot_try_recv(struct fut_oneshot_rx *rx, void *out)
 {
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__oneshot *ch = rx->ch;
-    FUT_CHECK(ch != 0); /* receive on a consumed receiver */
+    if (!ch) {
+        FUT_MISUSE("the receiver was used already (a oneshot receives "
+                   "once)");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     uintptr_t s = fut__load(&ch->cell.state, CONSUME_MO); /* pairs: publish */
     if (!(s & (READY | TX_CLOSED)))
         return FUT_EEMPTY;
+    FUT_HANDLE_END(ch, rx->gen, __func__);
     rx->ch = 0;
     return oneshot_rx_finish(ch, s, out);
 }
 
 void fut_oneshot_rx_drop(struct fut_oneshot_rx *rx)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
     struct fut__oneshot *ch = rx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, rx->gen, __func__);
     rx->ch = 0;
     /* Take our waker back before RX_CLOSED is visible: from then on the
      * sender may free the block. The CAS fails if the sender published
@@ -563,6 +597,7 @@ static int oneshot_recv_poll(struct fut_future *f, struct fut_context *cx)
     }
     if (!fut_coop_proceed(cx))
         return FUT_PENDING;
+    FUT_HANDLE_END(ch, r->rx.gen, "fut_poll (oneshot_recv)");
     r->rx.ch = 0;
     r->result = oneshot_rx_finish(ch, s, r->out);
     return FUT_READY;
@@ -580,8 +615,13 @@ static const struct fut_future_vtable oneshot_recv_vt = {
 void fut_oneshot_recv_init(struct fut_oneshot_recv *f,
                            struct fut_oneshot_rx *rx, void *out)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(rx, "'rx' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
     fut_future_init(&f->base, &oneshot_recv_vt);
-    f->rx = *rx;
+    if (rx->ch)
+        FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
+    f->rx = *rx; /* moved: the handle's registration goes with it */
     rx->ch = 0;
     f->out = out;
     f->result = FUT_ECLOSED;

@@ -79,6 +79,9 @@ static const struct fut_future_vtable join2_vt = {join2_poll, join2_drop,
 void fut_join2_init(struct fut_join2 *j, struct fut_future *a,
                     struct fut_future *b)
 {
+    FUT_ARG_VOID(j, "'j' is NULL");
+    FUT_ARG_VOID(a, "'a' is NULL");
+    FUT_ARG_VOID(b, "'b' is NULL");
     FUT_CHECK(a != NULL && b != NULL);
     fut_future_init(&j->base, &join2_vt);
     j->child[0] = a;
@@ -111,6 +114,7 @@ static const struct fut_future_vtable join_all_vt = {
 void fut_join_all_init(struct fut_join_all *j, struct fut_future **children,
                        size_t n)
 {
+    FUT_ARG_VOID(j, "'j' is NULL");
     FUT_CHECK(n == 0 || children != NULL);
     for (size_t i = 0; i < n; i++)
         FUT_CHECK(children[i] != NULL);
@@ -199,6 +203,9 @@ static const struct fut_future_vtable select2_vt = {
 void fut_select2_init(struct fut_select2 *s, struct fut_future *a,
                       struct fut_future *b, int order)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(a, "'a' is NULL");
+    FUT_ARG_VOID(b, "'b' is NULL");
     FUT_CHECK(a != NULL && b != NULL);
     FUT_CHECK(order == FUT_SELECT_FAIR || order == FUT_SELECT_BIASED);
     fut_future_init(&s->base, &select2_vt);
@@ -233,6 +240,7 @@ static const struct fut_future_vtable select_all_vt = {
 void fut_select_all_init(struct fut_select_all *s,
                          struct fut_future **branches, size_t n, int order)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     FUT_CHECK(n == 0 || branches != NULL);
     FUT_CHECK(n <= (size_t)INT32_MAX);
     FUT_CHECK(order == FUT_SELECT_FAIR || order == FUT_SELECT_BIASED);
@@ -276,6 +284,9 @@ static const struct fut_future_vtable map_vt = {map_poll, map_drop, "map",
 void fut_map_init(struct fut_map *m, struct fut_future *inner, fut_map_fn fn,
                   void *ud)
 {
+    FUT_ARG_VOID(m, "'m' is NULL");
+    FUT_ARG_VOID(inner, "'inner' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     FUT_CHECK(inner != NULL && fn != NULL);
     fut_future_init(&m->base, &map_vt);
     m->inner = inner;
@@ -331,6 +342,9 @@ static const struct fut_future_vtable then_vt = {then_poll, then_drop, "then",
 void fut_then_init(struct fut_then *t, struct fut_future *first,
                    fut_then_fn fn, void *ud)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
+    FUT_ARG_VOID(first, "'first' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     FUT_CHECK(first != NULL && fn != NULL);
     fut_future_init(&t->base, &then_vt);
     t->first = first;

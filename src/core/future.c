@@ -77,6 +77,7 @@ struct fut_waker fut_waker_noop(void)
 
 void fut_async_drop(struct fut_future *f)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     if (f->awaiting) {
         fut_drop(f->awaiting);
         f->awaiting = NULL;
@@ -96,6 +97,7 @@ static const struct fut_future_vtable ready_vt = {ready_poll, NULL, "ready",
 
 void fut_ready_init(struct fut_ready *f, intptr_t value)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     fut_future_init(&f->base, &ready_vt);
     f->value = value;
 }
@@ -111,6 +113,7 @@ static const struct fut_future_vtable pending_vt = {pending_poll, NULL,
 
 void fut_pending_init(struct fut_pending *f)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     fut_future_init(&f->base, &pending_vt);
 }
 
@@ -126,6 +129,8 @@ static const struct fut_future_vtable lazy_vt = {lazy_poll, NULL, "lazy",
 
 void fut_lazy_init(struct fut_lazy *f, intptr_t (*fn)(void *), void *arg)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     fut_future_init(&f->base, &lazy_vt);
     f->fn = fn;
     f->arg = arg;
@@ -146,6 +151,7 @@ static const struct fut_future_vtable yield_vt = {yield_poll, NULL,
 
 void fut_yield_init(struct fut_yield *f)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     fut_future_init(&f->base, &yield_vt);
     f->yielded = 0;
 }

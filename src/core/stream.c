@@ -49,6 +49,7 @@ static const struct fut_stream_vtable array_vt = {array_poll_next, NULL,
 void fut_stream_array_init(struct fut_stream_array *s, const void *items,
                            size_t n, size_t item_size)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     FUT_CHECK(n == 0 || items != NULL);
     fut_stream_init(&s->base, &array_vt, item_size);
     s->items = items;
@@ -81,6 +82,9 @@ void fut_stream_map_init(struct fut_stream_map *m, struct fut_stream *inner,
                          size_t item_size, fut_stream_map_fn fn, void *ud,
                          void *scratch)
 {
+    FUT_ARG_VOID(m, "'m' is NULL");
+    FUT_ARG_VOID(inner, "'inner' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     FUT_CHECK(inner != NULL && fn != NULL);
     check_scratch(inner, scratch);
     fut_stream_init(&m->base, &map_vt, item_size);
@@ -117,6 +121,9 @@ void fut_stream_filter_init(struct fut_stream_filter *fl,
                             struct fut_stream *inner, fut_stream_pred_fn pred,
                             void *ud)
 {
+    FUT_ARG_VOID(fl, "'fl' is NULL");
+    FUT_ARG_VOID(inner, "'inner' is NULL");
+    FUT_ARG_VOID(pred, "'pred' is NULL");
     FUT_CHECK(inner != NULL && pred != NULL);
     fut_stream_init(&fl->base, &filter_vt, inner->item_size);
     fl->inner = inner;
@@ -149,6 +156,8 @@ static const struct fut_stream_vtable take_vt = {take_poll_next, take_drop,
 void fut_stream_take_init(struct fut_stream_take *t, struct fut_stream *inner,
                           size_t n)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
+    FUT_ARG_VOID(inner || !n, "'inner' is NULL");
     FUT_CHECK(inner != NULL);
     fut_stream_init(&t->base, &take_vt, inner->item_size);
     t->inner = inner;
@@ -185,6 +194,9 @@ void fut_stream_fold_init(struct fut_stream_fold *f, struct fut_stream *s,
                           intptr_t init, fut_stream_fold_fn fn, void *ud,
                           void *scratch)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     FUT_CHECK(s != NULL && fn != NULL);
     check_scratch(s, scratch);
     fut_future_init(&f->base, &fold_vt);
@@ -232,6 +244,9 @@ void fut_stream_for_each_init(struct fut_stream_for_each *f,
                               struct fut_stream *s, fut_stream_each_fn fn,
                               void *ud, void *scratch)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(fn, "'fn' is NULL");
     FUT_CHECK(s != NULL && fn != NULL);
     check_scratch(s, scratch);
     fut_future_init(&f->base, &for_each_vt);
@@ -340,6 +355,8 @@ static const struct fut_future_vtable collect_vt = {
 void fut_stream_collect_init(struct fut_stream_collect *c,
                              struct fut_stream *s)
 {
+    FUT_ARG_VOID(c, "'c' is NULL");
+    FUT_ARG_VOID(s, "'s' is NULL");
     FUT_CHECK(s != NULL);
     fut_future_init(&c->base, &collect_vt);
     c->s = s;
@@ -353,5 +370,6 @@ void fut_stream_collect_init(struct fut_stream_collect *c,
 
 void fut_stream_collect_release(struct fut_stream_collect *c)
 {
+    FUT_ARG_VOID(c, "'c' is NULL");
     collect_free_items(c);
 }

@@ -172,6 +172,8 @@ static int harness_run_k(struct fut_harness *h, long k,
 void fut_harness_init(struct fut_harness *h, fut_harness_make_fn make,
                       fut_harness_check_fn check, void *ud)
 {
+    FUT_ARG_VOID(h, "'h' is NULL");
+    FUT_ARG_VOID(make, "'make' is NULL");
     memset(h, 0, sizeof *h);
     h->make = make;
     h->check = check;
@@ -183,6 +185,7 @@ void fut_harness_init(struct fut_harness *h, fut_harness_make_fn make,
 
 int fut_harness_run(struct fut_harness *h)
 {
+    FUT_ARG_CHECK(h, "'h' is NULL");
     if (fut_runtime_current() != NULL)
         return FUT_EBUSY; /* block_on inside block_on */
     if (!h->make || h->max_pending <= 0)

@@ -281,13 +281,14 @@ static void io_release(struct fut__io *io)
 
 int fut_io_fd(const struct fut_io *io)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
     return io->core->fd;
 }
 
 void fut_io_close(struct fut_io *h)
 {
     if (!h)
-        return;
+        return; /* like free(NULL) */
     struct fut__io *io = h->core;
     if (h == &io->hw && io->kind == FUT__IO_STREAM)
         fut__sys_shutdown(io->fd, SHUT_WR);
@@ -298,6 +299,9 @@ void fut_io_close(struct fut_io *h)
 
 int fut_io_split(struct fut_io *h, struct fut_io **rd, struct fut_io **wr)
 {
+    FUT_ARG_CHECK(rd, "'rd' is NULL");
+    FUT_ARG_CHECK(wr, "'wr' is NULL");
+    FUT_ARG_CHECK(h, "'io' is NULL");
     struct fut__io *io = h->core;
     if (h != &io->h)
         return FUT_EINVAL;
@@ -309,6 +313,7 @@ int fut_io_split(struct fut_io *h, struct fut_io **rd, struct fut_io **wr)
 
 int fut_io_shutdown(struct fut_io *h, int how)
 {
+    FUT_ARG_CHECK(h, "'io' is NULL");
     return fut__sys_shutdown(h->core->fd, how);
 }
 
@@ -335,6 +340,7 @@ static int kind_of(int fd)
 
 int fut_io_from_fd(int fd, struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     int fl = fut__sys_fcntl_fl(fd, -1);
     if (fl < 0)
         return fl;

@@ -102,6 +102,7 @@ static const struct fut_future_vtable dns_vt = {dns_poll, dns_drop,
 void fut_getaddrinfo_init(struct fut_getaddrinfo *f, const char *host,
                           const char *service, const struct addrinfo *hints)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
     fut_future_init(&f->base, &dns_vt);
     f->host = host;
     f->service = service;

@@ -8,6 +8,8 @@
 
 int fut_pipe_open(struct fut_io **rd, struct fut_io **wr)
 {
+    FUT_ARG_CHECK(rd, "'rd' is NULL");
+    FUT_ARG_CHECK(wr, "'wr' is NULL");
     int fds[2];
     int r = fut__sys_pipe(fds);
     if (r < 0)
@@ -70,5 +72,6 @@ int fut_stdin_open(struct fut_io **out)
 
 int fut_stdout_open(struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     return stdio_open(1, FUT__RD_WRITE, out);
 }

@@ -83,6 +83,8 @@ static const struct fut_future_vtable signal_vt = {signal_poll, signal_drop,
 
 void fut_signal_recv_init(struct fut_signal_recv *f, struct fut_io *sig)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(sig, "'sig' is NULL");
     fut_future_init(&f->base, &signal_vt);
     f->io = sig;
     f->waiting = 0;
@@ -114,6 +116,8 @@ static const struct fut_stream_vtable signal_stream_vt = {
 
 void fut_signal_stream_init(struct fut_signal_stream *s, struct fut_io *sig)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(sig, "'sig' is NULL");
     fut_stream_init(&s->base, &signal_stream_vt, sizeof(int));
     fut_signal_recv_init(&s->rx, sig);
     s->error = 0;

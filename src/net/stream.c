@@ -92,18 +92,27 @@ static void read_setup(struct fut_io_read *f, struct fut_io *io, void *buf,
 void fut_io_read_init(struct fut_io_read *f, struct fut_io *io, void *buf,
                       size_t len)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     read_setup(f, io, buf, len, 0, OP_READ);
 }
 
 void fut_io_peek_init(struct fut_io_read *f, struct fut_io *io, void *buf,
                       size_t len)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     read_setup(f, io, buf, len, 0, OP_PEEK);
 }
 
 void fut_io_recv_init(struct fut_io_read *f, struct fut_io *io, void *buf,
                       size_t len, int flags)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     read_setup(f, io, buf, len, flags, OP_RECV);
 }
 
@@ -189,18 +198,27 @@ static void write_setup(struct fut_io_write *f, struct fut_io *io,
 void fut_io_write_init(struct fut_io_write *f, struct fut_io *io,
                        const void *buf, size_t len)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     write_setup(f, io, buf, len, 0, OP_WRITE);
 }
 
 void fut_io_send_init(struct fut_io_write *f, struct fut_io *io,
                       const void *buf, size_t len, int flags)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     write_setup(f, io, buf, len, flags, OP_SEND);
 }
 
 void fut_io_writev_init(struct fut_io_write *f, struct fut_io *io,
                         const struct iovec *iov, int iovcnt)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(iov, "'iov' is NULL");
     write_setup(f, io, NULL, 0, 0, OP_WRITEV);
     f->iov = iov;
     f->iovcnt = iovcnt;
@@ -258,6 +276,9 @@ static const struct fut_future_vtable write_all_vt = {
 void fut_io_write_all_init(struct fut_io_write_all *f, struct fut_io *io,
                            const void *buf, size_t len)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     fut_future_init(&f->base, &write_all_vt);
     f->io = io;
     f->buf = buf;
@@ -305,6 +326,9 @@ static const struct fut_future_vtable recv_from_vt = {
 void fut_io_recv_from_init(struct fut_io_recv_from *f, struct fut_io *io,
                            void *buf, size_t len, int flags)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
     fut_future_init(&f->base, &recv_from_vt);
     f->io = io;
     f->buf = buf;
@@ -354,6 +378,10 @@ void fut_io_send_to_init(struct fut_io_send_to *f, struct fut_io *io,
                          const void *buf, size_t len, int flags,
                          const struct sockaddr *addr, socklen_t alen)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(io, "'io' is NULL");
+    FUT_ARG_VOID(buf || !len, "'buf' is NULL");
+    FUT_ARG_VOID(addr, "'addr' is NULL");
     fut_future_init(&f->base, &send_to_vt);
     f->io = io;
     f->buf = buf;

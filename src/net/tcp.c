@@ -17,6 +17,7 @@
 int fut_addr_parse(const char *host, int port, struct sockaddr_storage *ss,
                    socklen_t *len)
 {
+    FUT_ARG_CHECK(ss, "'ss' is NULL");
     if (port < 0 || port > 65535)
         return FUT_EINVAL;
     memset(ss, 0, sizeof *ss);
@@ -41,6 +42,7 @@ int fut_addr_parse(const char *host, int port, struct sockaddr_storage *ss,
 
 int fut_addr_port(const struct sockaddr_storage *ss)
 {
+    FUT_ARG_CHECK(ss, "'ss' is NULL");
     if (ss->ss_family == AF_INET)
         return ntohs(((const struct sockaddr_in *)ss)->sin_port);
     if (ss->ss_family == AF_INET6)
@@ -51,6 +53,9 @@ int fut_addr_port(const struct sockaddr_storage *ss)
 int fut_io_local_addr(struct fut_io *io, struct sockaddr_storage *ss,
                       socklen_t *len)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
+    FUT_ARG_CHECK(ss, "'ss' is NULL");
+    FUT_ARG_CHECK(len, "'len' is NULL");
     *len = sizeof *ss;
     return fut__sys_getsockname(fut_io_fd(io), (struct sockaddr *)ss, len, 0);
 }
@@ -58,6 +63,9 @@ int fut_io_local_addr(struct fut_io *io, struct sockaddr_storage *ss,
 int fut_io_peer_addr(struct fut_io *io, struct sockaddr_storage *ss,
                      socklen_t *len)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
+    FUT_ARG_CHECK(ss, "'ss' is NULL");
+    FUT_ARG_CHECK(len, "'len' is NULL");
     *len = sizeof *ss;
     return fut__sys_getsockname(fut_io_fd(io), (struct sockaddr *)ss, len, 1);
 }
@@ -66,18 +74,22 @@ int fut_io_peer_addr(struct fut_io *io, struct sockaddr_storage *ss,
 
 int fut_io_set_option(struct fut_io *io, int level, int name, int value)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
     return fut__sys_setsockopt(fut_io_fd(io), level, name, &value,
                                sizeof value);
 }
 
 int fut_io_get_option(struct fut_io *io, int level, int name, int *value)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
+    FUT_ARG_CHECK(value, "'value' is NULL");
     socklen_t len = sizeof *value;
     return fut__sys_getsockopt(fut_io_fd(io), level, name, value, &len);
 }
 
 int fut_tcp_set_nodelay(struct fut_io *io, int on)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
     int r = fut_io_set_option(io, IPPROTO_TCP, TCP_NODELAY, on != 0);
     if (r == 0)
         io->core->nodelay = on != 0;
@@ -86,11 +98,13 @@ int fut_tcp_set_nodelay(struct fut_io *io, int on)
 
 int fut_tcp_set_keepalive(struct fut_io *io, int on)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
     return fut_io_set_option(io, SOL_SOCKET, SO_KEEPALIVE, on != 0);
 }
 
 int fut_io_take_error(struct fut_io *io)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
     int err = 0;
     int r = fut_io_get_option(io, SOL_SOCKET, SO_ERROR, &err);
     return r < 0 ? r : -err;
@@ -271,6 +285,8 @@ static const struct fut_future_vtable accept_vt = {accept_poll, accept_drop,
 
 void fut_accept_init(struct fut_accept *a, struct fut_io *listener)
 {
+    FUT_ARG_VOID(a, "'a' is NULL");
+    FUT_ARG_VOID(listener, "'listener' is NULL");
     fut_future_init(&a->base, &accept_vt);
     a->listener = listener;
     a->waiting = 0;
@@ -311,6 +327,8 @@ static const struct fut_stream_vtable incoming_vt = {
 
 void fut_incoming_init(struct fut_incoming *s, struct fut_io *listener)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(listener, "'listener' is NULL");
     fut_stream_init(&s->base, &incoming_vt, sizeof(struct fut_io *));
     fut_accept_init(&s->acc, listener);
     s->error = 0;
@@ -476,6 +494,8 @@ static void connect_setup(struct fut_connect *c, int64_t deadline)
 void fut_tcp_connect_init(struct fut_connect *c, const struct sockaddr *addr,
                           socklen_t len, int64_t deadline)
 {
+    FUT_ARG_VOID(c, "'c' is NULL");
+    FUT_ARG_VOID(addr, "'addr' is NULL");
     connect_setup(c, deadline);
     if (!addr || len == 0 || len > sizeof c->addr ||
         (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) {
@@ -489,6 +509,8 @@ void fut_tcp_connect_init(struct fut_connect *c, const struct sockaddr *addr,
 void fut_unix_connect_init(struct fut_connect *c, const char *path,
                            int64_t deadline)
 {
+    FUT_ARG_VOID(c, "'c' is NULL");
+    FUT_ARG_VOID(path, "'path' is NULL");
     connect_setup(c, deadline);
     struct sockaddr_un *sun = (struct sockaddr_un *)&c->addr;
     if (!path || strlen(path) >= sizeof sun->sun_path) {

@@ -23,6 +23,8 @@ int fut_udp_bind(const struct sockaddr *addr, socklen_t len,
 int fut_udp_connect(struct fut_io *io, const struct sockaddr *addr,
                     socklen_t len)
 {
+    FUT_ARG_CHECK(io, "'io' is NULL");
+    FUT_ARG_CHECK(addr, "'addr' is NULL");
     /* connect(2) on a datagram socket only records the peer: it never
      * blocks and never reports EINPROGRESS. */
     return fut__sys_connect(fut_io_fd(io), addr, len);

@@ -30,6 +30,8 @@ int fut_unix_datagram_bind(const char *path, struct fut_io **out)
 
 int fut_unix_pair(int type, struct fut_io **a, struct fut_io **b)
 {
+    FUT_ARG_CHECK(a, "'a' is NULL");
+    FUT_ARG_CHECK(b, "'b' is NULL");
     if (type != SOCK_STREAM && type != SOCK_DGRAM)
         return FUT_EINVAL;
     int sv[2];

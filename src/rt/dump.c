@@ -120,7 +120,8 @@ static void collect(void *ud, struct fut_task *t, int deep)
 {
     struct ctx *c = ud;
     struct fut_join view;
-    fut__join_init(&view, t); /* borrows the list's reference */
+    fut__join_init(&view, NULL);
+    view.task = t; /* borrows the list's reference; gen 0: unregistered */
     if (fut_join_is_finished(&view))
         return; /* completed elsewhere, not unlinked yet */
     if (c->n == c->cap) {

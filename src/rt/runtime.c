@@ -4,13 +4,21 @@
 
 #include "rt/rt_internal.h"
 
+/* Lifetime: fut_runtime_free shuts the scheduler down; the handle's
+ * memory goes with the scheduler's, when the last join handle or waker
+ * of its tasks is gone (both flavors), so that fut_spawn on a freed
+ * runtime can answer FUT_ESHUTDOWN while one is alive (rt.h). */
 struct fut_runtime {
     struct fut__sched *sched;
     int flavor;
+    int freed;    /* fut_runtime_free ran (its thread only) */
+    uint32_t gen; /* debug: registered while not freed (misuse.c) */
 };
 
 void fut_rt_config_init(struct fut_rt_config *cfg)
 {
+    FUT_ARG_VOID(cfg, "'cfg' is NULL");
+    FUT_ARG_VOID(cfg, "'cfg' is NULL");
     memset(cfg, 0, sizeof *cfg);
     cfg->flavor = FUT_RT_CURRENT_THREAD;
 }
@@ -42,6 +50,8 @@ static int config_resolve(const struct fut_rt_config *in,
 
 int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
+    *out = NULL;
     struct fut_rt_config c;
     int r = config_resolve(cfg, &c);
     if (r)
@@ -50,6 +60,7 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
     if (!rt)
         return FUT_ENOMEM;
     rt->flavor = c.flavor;
+    rt->freed = 0;
     if (c.flavor == FUT_RT_MULTI_THREAD) {
         r = fut__mt_new(rt, &c, &rt->sched);
         if (r) {
@@ -61,6 +72,7 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
         r = fut__mt_start(rt->sched);
         if (r)
             return r;
+        rt->gen = FUT_HANDLE_NEW(rt);
         *out = rt;
         return 0;
     }
@@ -69,6 +81,7 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
         fut__free(rt, sizeof *rt);
         return r;
     }
+    rt->gen = FUT_HANDLE_NEW(rt);
     *out = rt;
     return 0;
 }
@@ -81,14 +94,27 @@ void fut__runtime_dealloc(struct fut_runtime *rt)
 void fut_runtime_free(struct fut_runtime *rt)
 {
     if (!rt)
-        return;
-    FUT_CHECK(fut__tls_sched != rt->sched); /* not from inside block_on */
-    if (rt->flavor == FUT_RT_MULTI_THREAD) {
-        fut__mt_shutdown(rt->sched); /* frees 'rt' with the scheduler */
+        return; /* like free(NULL) */
+#ifdef FUT_DEBUG
+    /* Before reading 'rt': it may be gone. */
+    if (!fut__handle_obj_live(rt))
+        fut__misuse(__func__, "not a live runtime (freed twice?)",
+                    FUT__CALLER);
+#endif
+    if (rt->freed) {
+        FUT_MISUSE("the runtime was freed already");
         return;
     }
-    fut__ct_shutdown(rt->sched);
-    fut__free(rt, sizeof *rt);
+    if (fut__tls_sched == rt->sched) /* it would wait for itself */
+        fut__misuse(__func__, "called from inside fut_block_on or a task "
+                              "of the same runtime", FUT__CALLER);
+    rt->freed = 1;
+    FUT_HANDLE_END(rt, rt->gen, __func__);
+    /* Both flavors free 'rt' with the scheduler's memory. */
+    if (rt->flavor == FUT_RT_MULTI_THREAD)
+        fut__mt_shutdown(rt->sched);
+    else
+        fut__ct_shutdown(rt->sched);
 }
 
 struct fut_runtime *fut_runtime_current(void)
@@ -129,6 +155,10 @@ int fut_spawn_local_at(const struct fut_future *f, size_t size,
 
 void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 {
+    FUT_ARG_VOID(rt, "'rt' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
+    FUT_ARG_VOID(rt, "'rt' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
     memset(out, 0, sizeof *out);
     if (rt->flavor == FUT_RT_MULTI_THREAD) {
         fut__mt_stats(rt->sched, out);
@@ -140,6 +170,8 @@ void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 
 int fut_runtime_workers(struct fut_runtime *rt)
 {
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
     return rt->flavor == FUT_RT_MULTI_THREAD ? fut__mt_workers(rt->sched)
                                              : 1;
 }
@@ -147,6 +179,8 @@ int fut_runtime_workers(struct fut_runtime *rt)
 int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,
                              struct fut_rt_stats *out)
 {
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
     if (rt->flavor == FUT_RT_MULTI_THREAD) {
         memset(out, 0, sizeof *out);
         return fut__mt_worker_stats(rt->sched, worker, out);
@@ -214,6 +248,8 @@ int fut__block_on_thread(struct fut_future *f)
 
 int fut_block_on(struct fut_runtime *rt, struct fut_future *f)
 {
+    FUT_ARG_CHECK(f, "'f' is NULL");
+    FUT_ARG_CHECK(f, "'f' is NULL");
     if (!rt)
         return fut__block_on_thread(f);
     if (rt->flavor == FUT_RT_MULTI_THREAD)

@@ -92,6 +92,7 @@ static void ct_release(struct ct_sched *c, uintptr_t n)
         return;
     fut__slab_fini(&c->slab);
     fut__mutex_destroy(&c->lock);
+    fut__runtime_dealloc(c->base.rt); /* the handle lives as long */
     fut__free(c, sizeof *c);
 }
 
@@ -445,6 +446,8 @@ static void unpark(struct ct_sched *c)
 int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
 {
     struct ct_sched *c = ct_of(s);
+    if (c->shutting_down) /* freed: its tasks are gone, its driver too */
+        return FUT_ESHUTDOWN;
     uintptr_t zero = 0;
     if (!fut__cas(&c->in_block_on, &zero, 1, FUT__ACQUIRE, FUT__RELAXED))
         return FUT_EBUSY;

@@ -436,6 +436,7 @@ static int join_poll(struct fut_future *f, struct fut_context *cx)
         j->result = FUT_ECANCELED; /* detached: nothing to wait for */
         return FUT_READY;
     }
+    FUT_HANDLE_CHECK(t, j->gen, "fut_poll (a join handle)");
     uintptr_t s = fut__load(&t->state, FUT__ACQUIRE); /* pairs: complete */
     if (!(s & COMPLETE) && !join_register(t, s, &cx->waker))
         return FUT_PENDING;
@@ -482,6 +483,7 @@ static void join_drop(struct fut_future *f)
     struct fut_task *t = j->task;
     if (!t)
         return;
+    FUT_HANDLE_END(t, j->gen, "fut_drop (a join handle)");
     j->task = NULL;
     if (!(f->flags & FUT_F_READY))
         task_abort(t);
@@ -505,6 +507,7 @@ void fut__join_init(struct fut_join *j, struct fut_task *t)
     fut_future_init(&j->base, &join_vt);
     j->task = t;
     j->result = FUT_ECANCELED;
+    j->gen = t ? FUT_HANDLE_NEW(t) : 0;
     j->out_dst = NULL;
     j->out_off = j->out_len = 0;
 }
@@ -512,6 +515,10 @@ void fut__join_init(struct fut_join *j, struct fut_task *t)
 void fut_join_output_to(struct fut_join *j, size_t offset, size_t len,
                         void *dst)
 {
+    FUT_ARG_VOID(j, "the join handle is NULL");
+    FUT_ARG_VOID(dst || !len, "'dst' is NULL");
+    if (j->task)
+        FUT_HANDLE_CHECK(j->task, j->gen, __func__);
     j->out_dst = dst;
     j->out_off = offset;
     j->out_len = len;
@@ -519,6 +526,9 @@ void fut_join_output_to(struct fut_join *j, size_t offset, size_t len,
 
 void *fut_join_output(const struct fut_join *j)
 {
+    FUT_ARG_OR(j, "the join handle is NULL", NULL);
+    if (j->task)
+        FUT_HANDLE_CHECK(j->task, j->gen, __func__);
     if (!j->task || !(j->base.flags & FUT_F_READY) || j->result != 0)
         return NULL;
     return fut__task_future(j->task);
@@ -526,22 +536,32 @@ void *fut_join_output(const struct fut_join *j)
 
 void fut_join_abort(struct fut_join *j)
 {
-    if (j->task)
-        task_abort(j->task);
+    FUT_ARG_VOID(j, "the join handle is NULL");
+    if (!j->task)
+        return;
+    FUT_HANDLE_CHECK(j->task, j->gen, __func__);
+    task_abort(j->task);
 }
 
 void fut_join_detach(struct fut_join *j)
 {
+    FUT_ARG_VOID(j, "the join handle is NULL");
     struct fut_task *t = j->task;
     if (!t)
         return;
+    FUT_HANDLE_END(t, j->gen, __func__);
     j->task = NULL;
     join_release(t);
 }
 
 int fut_join_is_finished(const struct fut_join *j)
 {
+    if (!j) {
+        FUT_MISUSE("the join handle is NULL");
+        return 1; /* nothing to wait for */
+    }
     if (!j->task)
         return 1;
+    FUT_HANDLE_CHECK(j->task, j->gen, __func__);
     return (fut__load(&j->task->state, FUT__ACQUIRE) & COMPLETE) != 0;
 }

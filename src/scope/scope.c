@@ -130,6 +130,7 @@ static void cancel_all(struct fut_scope *s, struct fut__scope_child *except,
 
 void fut_scope_cancel(struct fut_scope *s)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     cancel_all(s, NULL, 1);
 }
 
@@ -376,8 +377,9 @@ static const struct fut_future_vtable scope_vt = {scope_poll, scope_drop,
 
 /* ------------------------------------------------------------------ init */
 
-void fut_scope_init_child(struct fut_scope *s, struct fut_runtime *rt,
-                          int policy, struct fut_token *parent)
+/* 'parent' NULL: a token of its own. */
+static void scope_init(struct fut_scope *s, struct fut_runtime *rt,
+                       int policy, struct fut_token *parent)
 {
     memset(s, 0, sizeof *s);
     fut_future_init(&s->base, &scope_vt);
@@ -395,13 +397,23 @@ void fut_scope_init_child(struct fut_scope *s, struct fut_runtime *rt,
     fut__aword_init(&k->owner, 0);
 }
 
+void fut_scope_init_child(struct fut_scope *s, struct fut_runtime *rt,
+                          int policy, struct fut_token *parent)
+{
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(parent, "'parent' is NULL");
+    scope_init(s, rt, policy, parent);
+}
+
 void fut_scope_init(struct fut_scope *s, struct fut_runtime *rt, int policy)
 {
-    fut_scope_init_child(s, rt, policy, NULL);
+    FUT_ARG_VOID(s, "'s' is NULL");
+    scope_init(s, rt, policy, NULL);
 }
 
 void fut_scope_opts_init(struct fut_scope_opts *o)
 {
+    FUT_ARG_VOID(o, "'o' is NULL");
     memset(o, 0, sizeof *o);
     o->result_off = FUT_SCOPE_NONE;
     o->value_off = FUT_SCOPE_NONE;
@@ -409,11 +421,13 @@ void fut_scope_opts_init(struct fut_scope_opts *o)
 
 struct fut_token *fut_scope_token(struct fut_scope *s)
 {
+    FUT_ARG_OR(s, "'s' is NULL", NULL);
     return &s->token;
 }
 
 uint64_t fut_scope_outstanding(struct fut_scope *s)
 {
+    FUT_ARG_OR(s, "'s' is NULL", 0);
     struct fut__scope_core *k = core_of(s);
     fut__lock_acquire(&k->lock);
     uint64_t n = k->outstanding;
@@ -485,6 +499,8 @@ int fut_scope_spawn_at(struct fut_scope *s, const struct fut_future *f,
                        size_t size, const struct fut_scope_opts *opts,
                        const char *file, int line)
 {
+    FUT_ARG_CHECK(s, "'s' is NULL");
+    FUT_ARG_CHECK(f, "'f' is NULL");
     struct fut__scope_core *k = core_of(s);
     /* Relaxed: a hint; child_link re-checks under the lock. */
     if (fut__load(&k->closed, FUT__RELAXED))
@@ -566,6 +582,8 @@ static const struct fut_future_vtable next_vt = {next_poll, NULL,
 
 void fut_scope_next_init(struct fut_scope_next *n, struct fut_scope *s)
 {
+    FUT_ARG_VOID(n, "'n' is NULL");
+    FUT_ARG_VOID(s, "'s' is NULL");
     fut_future_init(&n->base, &next_vt);
     n->scope = s;
     n->has = 0;
@@ -585,6 +603,8 @@ static const struct fut_stream_vtable stream_vt = {stream_poll_next, NULL,
 
 void fut_scope_stream_init(struct fut_scope_stream *st, struct fut_scope *s)
 {
+    FUT_ARG_VOID(st, "'st' is NULL");
+    FUT_ARG_VOID(s, "'s' is NULL");
     fut_stream_init(&st->base, &stream_vt, sizeof(struct fut_scope_done));
     st->scope = s;
 }

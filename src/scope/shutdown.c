@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fut/scope.h"
+#include "internal.h"
 
 enum { ST_NEW = -1, ST_WAIT = 0, ST_GRACE = 1, ST_DROP = 2, ST_DONE = 3 };
 
@@ -111,6 +112,8 @@ void fut_shutdown_init(struct fut_shutdown *sd, struct fut_scope *scope,
                        struct fut_token *trigger, struct fut_io *sig,
                        int64_t grace_ns)
 {
+    FUT_ARG_VOID(sd, "'sd' is NULL");
+    FUT_ARG_VOID(scope, "'scope' is NULL");
     memset(sd, 0, sizeof *sd);
     fut_future_init(&sd->base, &sd_vt);
     sd->scope = scope;

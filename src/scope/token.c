@@ -64,11 +64,14 @@ static void tok_init(struct tok *k)
 
 void fut_token_init(struct fut_token *t)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
     tok_init(tok_of(t));
 }
 
 void fut_token_init_child(struct fut_token *t, struct fut_token *parent)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
+    FUT_ARG_VOID(parent, "'parent' is NULL");
     struct tok *k = tok_of(t), *p = tok_of(parent);
     tok_init(k);
     fut__lock_acquire(&p->lock);
@@ -102,6 +105,7 @@ static void cancel_locked(struct tok *k)
 
 void fut_token_cancel(struct fut_token *t)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
     struct tok *k = tok_of(t);
     /* Acquire: pairs with the release store of cancel_locked. */
     if (fut__load(&k->state, FUT__ACQUIRE) & CANCELLED)
@@ -113,12 +117,14 @@ void fut_token_cancel(struct fut_token *t)
 
 int fut_token_is_cancelled(const struct fut_token *t)
 {
+    FUT_ARG_OR(t, "'t' is NULL", 0);
     /* Acquire: pairs with cancel_locked's release store. */
     return (fut__load(&tok_of(t)->state, FUT__ACQUIRE) & CANCELLED) != 0;
 }
 
 void fut_token_fini(struct fut_token *t)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
     struct tok *k = tok_of(t);
     /* Detach from the parent first: after this no cancel reaches us. The
      * parent pointer is read under the parent's lock only after we know
@@ -204,6 +210,8 @@ static const struct fut_future_vtable wait_vt = {wait_poll, wait_drop,
 
 void fut_token_wait_init(struct fut_token_wait *f, struct fut_token *token)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(token, "'token' is NULL");
     fut_future_init(&f->base, &wait_vt);
     f->token = token;
     fut__wnode_init(fut__wnode_of(&f->w), W_IDLE);
@@ -254,6 +262,9 @@ void fut_until_cancelled_init(struct fut_until_cancelled *u,
                               struct fut_future *inner,
                               struct fut_token *token)
 {
+    FUT_ARG_VOID(u, "'u' is NULL");
+    FUT_ARG_VOID(inner, "'inner' is NULL");
+    FUT_ARG_VOID(token, "'token' is NULL");
     fut_future_init(&u->base, &until_vt);
     u->inner = inner;
     fut_token_wait_init(&u->wait, token);

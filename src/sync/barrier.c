@@ -36,6 +36,7 @@ static struct fut__barrier *barrier_of(struct fut_barrier *b)
 
 void fut_barrier_init(struct fut_barrier *pb, size_t n)
 {
+    FUT_ARG_VOID(pb || !n, "'b' is NULL");
     struct fut__barrier *b = barrier_of(pb);
     fut__lock_init(&b->lock);
     b->n = n ? n : 1;
@@ -46,6 +47,7 @@ void fut_barrier_init(struct fut_barrier *pb, size_t n)
 
 void fut_barrier_fini(struct fut_barrier *pb)
 {
+    FUT_ARG_VOID(pb, "'b' is NULL");
     FUT_ASSERT(fut__list_empty(&barrier_of(pb)->waiters));
     (void)pb;
 }
@@ -139,6 +141,8 @@ static const struct fut_future_vtable wait_vt = {wait_poll, wait_drop,
 
 void fut_barrier_wait_init(struct fut_barrier_wait *f, struct fut_barrier *b)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(b, "'b' is NULL");
     fut_future_init(&f->base, &wait_vt);
     f->b = b;
     fut__wnode_init(fut__wnode_of(&f->w), W_INIT);

@@ -45,6 +45,8 @@ static void ref_put(struct fut__bcast *ch)
 int fut_broadcast_new(size_t capacity, size_t msg_size,
                       struct fut_broadcast_tx *tx, struct fut_broadcast_rx *rx)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
     tx->ch = NULL;
     rx->ch = NULL;
     rx->next = 0;
@@ -73,6 +75,8 @@ int fut_broadcast_new(size_t capacity, size_t msg_size,
 int fut_broadcast_tx_clone(const struct fut_broadcast_tx *tx,
                            struct fut_broadcast_tx *out)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__bcast *ch = tx->ch;
     out->ch = ch;
     if (!ch)
@@ -86,6 +90,7 @@ int fut_broadcast_tx_clone(const struct fut_broadcast_tx *tx,
 
 void fut_broadcast_tx_drop(struct fut_broadcast_tx *tx)
 {
+    FUT_ARG_VOID(tx, "'tx' is NULL");
     struct fut__bcast *ch = tx->ch;
     if (!ch)
         return;
@@ -100,6 +105,8 @@ void fut_broadcast_tx_drop(struct fut_broadcast_tx *tx)
 int fut_broadcast_subscribe(const struct fut_broadcast_tx *tx,
                             struct fut_broadcast_rx *out)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__bcast *ch = tx->ch;
     out->ch = ch;
     out->next = 0;
@@ -116,6 +123,8 @@ int fut_broadcast_subscribe(const struct fut_broadcast_tx *tx,
 int fut_broadcast_rx_clone(const struct fut_broadcast_rx *rx,
                            struct fut_broadcast_rx *out)
 {
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__bcast *ch = rx->ch;
     out->ch = ch;
     out->next = rx->next;
@@ -130,6 +139,7 @@ int fut_broadcast_rx_clone(const struct fut_broadcast_rx *rx,
 
 void fut_broadcast_rx_drop(struct fut_broadcast_rx *rx)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
     struct fut__bcast *ch = rx->ch;
     if (!ch)
         return;
@@ -142,6 +152,8 @@ void fut_broadcast_rx_drop(struct fut_broadcast_rx *rx)
 
 int fut_broadcast_send(struct fut_broadcast_tx *tx, const void *msg)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(msg, "'msg' is NULL");
     struct fut__bcast *ch = tx->ch;
     FUT_CHECK(ch != NULL); /* send on a dropped sender */
     fut__lock_acquire(&ch->lock);
@@ -180,6 +192,8 @@ static int try_locked(struct fut__bcast *ch, struct fut_broadcast_rx *rx,
 int fut_broadcast_try_recv(struct fut_broadcast_rx *rx, void *out,
                            uint64_t *lagged)
 {
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__bcast *ch = rx->ch;
     FUT_CHECK(ch != NULL);
     uint64_t lag = 0;
@@ -239,6 +253,9 @@ static const struct fut_future_vtable recv_vt = {recv_poll, recv_drop,
 void fut_broadcast_recv_init(struct fut_broadcast_recv *f,
                              struct fut_broadcast_rx *rx, void *out)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(rx, "'rx' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
     fut_future_init(&f->base, &recv_vt);
     f->rx = rx;
     f->out = out;

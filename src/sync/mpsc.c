@@ -250,12 +250,16 @@ static int chan_new(size_t capacity, size_t msg_size, void (*dtor)(void *),
     ch->uwaker.data = 0;
     tx->ch = ch;
     rx->ch = ch;
+    tx->gen = FUT_HANDLE_NEW(ch);
+    rx->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
 int fut_mpsc_new(size_t capacity, size_t msg_size, void (*dtor)(void *msg),
                  struct fut_mpsc_tx *tx, struct fut_mpsc_rx *rx)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
     if (capacity == 0) {
         tx->ch = NULL;
         rx->ch = NULL;
@@ -267,32 +271,43 @@ int fut_mpsc_new(size_t capacity, size_t msg_size, void (*dtor)(void *msg),
 int fut_mpsc_unbounded_new(size_t msg_size, void (*dtor)(void *msg),
                            struct fut_mpsc_tx *tx, struct fut_mpsc_rx *rx)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
     return chan_new(0, msg_size, dtor, tx, rx);
 }
 
 int fut_mpsc_tx_clone(const struct fut_mpsc_tx *tx, struct fut_mpsc_tx *out)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     out->ch = tx->ch;
+    out->gen = 0;
     if (!tx->ch)
         return FUT_EINVAL;
+    FUT_HANDLE_CHECK(tx->ch, tx->gen, __func__);
     sender_acquire(tx->ch);
+    out->gen = FUT_HANDLE_NEW(tx->ch);
     return 0;
 }
 
 void fut_mpsc_tx_drop(struct fut_mpsc_tx *tx)
 {
+    FUT_ARG_VOID(tx, "'tx' is NULL");
     struct fut__mpsc *ch = tx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, tx->gen, __func__);
     tx->ch = NULL;
     sender_release(ch);
 }
 
 int fut_mpsc_tx_is_closed(const struct fut_mpsc_tx *tx)
 {
+    FUT_ARG_OR(tx, "'tx' is NULL", 0);
     struct fut__mpsc *ch = tx->ch;
     if (!ch)
         return 1;
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     if (ch->bounded)
         return (fut__load(&ch->sem.state, FUT__RELAXED) &
                 FUT__SEM_CLOSED) != 0;
@@ -439,8 +454,14 @@ static int u_push(struct fut__mpsc *ch, const void *msg)
 
 int fut_mpsc_try_send(struct fut_mpsc_tx *tx, const void *msg)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(msg, "'msg' is NULL");
     struct fut__mpsc *ch = tx->ch;
-    FUT_CHECK(ch != NULL); /* send on a dropped sender */
+    if (!ch) {
+        FUT_MISUSE("the sender was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     if (!ch->bounded)
         return u_push(ch, msg);
     uint32_t pos;
@@ -554,6 +575,11 @@ static const struct fut_future_vtable send_vt = {send_poll, send_drop,
 void fut_mpsc_send_init(struct fut_mpsc_send *f, struct fut_mpsc_tx *tx,
                         const void *msg)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(tx, "'tx' is NULL");
+    FUT_ARG_VOID(msg, "'msg' is NULL");
+    if (tx->ch)
+        FUT_HANDLE_CHECK(tx->ch, tx->gen, __func__);
     fut_future_init(&f->base, &send_vt);
     f->tx = tx;
     f->msg = msg;
@@ -563,9 +589,15 @@ void fut_mpsc_send_init(struct fut_mpsc_send *f, struct fut_mpsc_tx *tx,
 
 int fut_mpsc_try_reserve(struct fut_mpsc_tx *tx, struct fut_mpsc_permit *p)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(p, "'p' is NULL");
     struct fut__mpsc *ch = tx->ch;
     p->ch = NULL;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the sender was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     if (!ch->bounded)
         return FUT_EINVAL;
     int r = fut__sem_try_acquire(&ch->sem, 1);
@@ -578,6 +610,7 @@ int fut_mpsc_try_reserve(struct fut_mpsc_tx *tx, struct fut_mpsc_permit *p)
 
 int fut_mpsc_permit_send(struct fut_mpsc_permit *p, const void *msg)
 {
+    FUT_ARG_CHECK(p, "'p' is NULL");
     struct fut__mpsc *ch = p->ch;
     if (!ch)
         return FUT_EINVAL;
@@ -589,6 +622,7 @@ int fut_mpsc_permit_send(struct fut_mpsc_permit *p, const void *msg)
 
 void fut_mpsc_permit_drop(struct fut_mpsc_permit *p)
 {
+    FUT_ARG_VOID(p, "'p' is NULL");
     struct fut__mpsc *ch = p->ch;
     if (!ch)
         return;
@@ -632,6 +666,10 @@ static const struct fut_future_vtable reserve_vt = {
 void fut_mpsc_reserve_init(struct fut_mpsc_reserve *f,
                            struct fut_mpsc_tx *tx)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(tx, "'tx' is NULL");
+    if (tx->ch)
+        FUT_HANDLE_CHECK(tx->ch, tx->gen, __func__);
     fut_future_init(&f->base, &reserve_vt);
     f->tx = tx;
     fut__semw_init(fut__wnode_of(&f->w), 1);
@@ -816,8 +854,14 @@ static int u_try_recv(struct fut__mpsc *ch, void *out)
 
 int fut_mpsc_try_recv(struct fut_mpsc_rx *rx, void *out)
 {
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__mpsc *ch = rx->ch;
-    FUT_CHECK(ch != NULL); /* receive on a dropped receiver */
+    if (!ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     return ch->bounded ? b_try_recv(ch, out) : u_try_recv(ch, out);
 }
 
@@ -832,14 +876,28 @@ static int poll_recv(struct fut__mpsc *ch, struct fut_context *cx,
 int fut_mpsc_poll_recv(struct fut_mpsc_rx *rx, struct fut_context *cx,
                        void *out, int *result)
 {
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
+    FUT_ARG_CHECK(cx, "'cx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
+    FUT_ARG_CHECK(result, "'result' is NULL");
+    if (!rx->ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
     int registered = 0;
     return poll_recv(rx->ch, cx, out, result, &registered);
 }
 
 void fut_mpsc_close(struct fut_mpsc_rx *rx)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
     struct fut__mpsc *ch = rx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     if (ch->bounded) {
         fut__sem_close(&ch->sem);
         return;
@@ -851,9 +909,11 @@ void fut_mpsc_close(struct fut_mpsc_rx *rx)
 
 void fut_mpsc_rx_drop(struct fut_mpsc_rx *rx)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
     struct fut__mpsc *ch = rx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, rx->gen, __func__);
     rx->ch = NULL;
     /* Release: pairs with send_held's acquire load. */
     fut__store(&ch->rx_gone, 1, FUT__RELEASE);
@@ -943,6 +1003,11 @@ static const struct fut_future_vtable recv_vt = {recv_poll, recv_drop,
 void fut_mpsc_recv_init(struct fut_mpsc_recv *f, struct fut_mpsc_rx *rx,
                         void *out)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(rx, "'rx' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
+    if (rx->ch)
+        FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
     fut_future_init(&f->base, &recv_vt);
     f->rx = rx;
     f->out = out;
@@ -972,8 +1037,14 @@ static const struct fut_stream_vtable stream_vt = {stream_poll_next,
 
 void fut_mpsc_stream_init(struct fut_mpsc_stream *s, struct fut_mpsc_rx *rx)
 {
-    FUT_CHECK(rx->ch != NULL);
+    FUT_ARG_VOID(s, "'s' is NULL");
+    FUT_ARG_VOID(rx, "'rx' is NULL");
+    if (!rx->ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return;
+    }
+    FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
     fut_stream_init(&s->base, &stream_vt, rx->ch->msg_size);
-    s->rx = *rx;
+    s->rx = *rx; /* moved: the registration goes with it */
     rx->ch = NULL;
 }

@@ -13,11 +13,13 @@ static struct fut__sem *sem_of(struct fut_mutex *m)
 
 void fut_mutex_init(struct fut_mutex *m)
 {
+    FUT_ARG_VOID(m, "'m' is NULL");
     fut__sem_init(sem_of(m), 1, UINTPTR_MAX >> FUT__SEM_SHIFT);
 }
 
 void fut_mutex_fini(struct fut_mutex *m)
 {
+    FUT_ARG_VOID(m, "'m' is NULL");
     FUT_ASSERT(fut__list_empty(&sem_of(m)->waiters));
     FUT_ASSERT(!fut_mutex_is_locked(m));
     (void)m;
@@ -25,6 +27,8 @@ void fut_mutex_fini(struct fut_mutex *m)
 
 int fut_mutex_try_lock(struct fut_mutex *m, struct fut_mutex_guard *g)
 {
+    FUT_ARG_CHECK(m, "'m' is NULL");
+    FUT_ARG_CHECK(g, "'g' is NULL");
     if (fut__sem_try_acquire(sem_of(m), 1) != 0) {
         g->m = NULL;
         return FUT_EBUSY;
@@ -35,6 +39,7 @@ int fut_mutex_try_lock(struct fut_mutex *m, struct fut_mutex_guard *g)
 
 int fut_mutex_unlock(struct fut_mutex_guard *g)
 {
+    FUT_ARG_CHECK(g, "'g' is NULL");
     if (!g->m)
         return FUT_EINVAL;
     int r = fut__sem_release_max(sem_of(g->m), 1, 1);
@@ -45,6 +50,7 @@ int fut_mutex_unlock(struct fut_mutex_guard *g)
 
 int fut_mutex_is_locked(const struct fut_mutex *cm)
 {
+    FUT_ARG_OR(cm, "'m' is NULL", 0);
     struct fut__sem *s = sem_of((struct fut_mutex *)cm);
     return fut__sem_permits(s, fut__load(&s->state, FUT__RELAXED)) == 0;
 }
@@ -72,6 +78,8 @@ static const struct fut_future_vtable lock_vt = {lock_poll, lock_drop,
 
 void fut_mutex_lock_init(struct fut_mutex_lock *f, struct fut_mutex *m)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(m, "'m' is NULL");
     fut_future_init(&f->base, &lock_vt);
     f->m = m;
     fut__semw_init(fut__wnode_of(&f->w), 1);

@@ -58,6 +58,7 @@ static struct fut__notify *notify_of(struct fut_notify *n)
 
 void fut_notify_init(struct fut_notify *pn)
 {
+    FUT_ARG_VOID(pn, "'n' is NULL");
     struct fut__notify *n = notify_of(pn);
     fut__aword_init(&n->state, EMPTY);
     fut__lock_init(&n->lock);
@@ -66,6 +67,7 @@ void fut_notify_init(struct fut_notify *pn)
 
 void fut_notify_fini(struct fut_notify *pn)
 {
+    FUT_ARG_VOID(pn, "'n' is NULL");
     FUT_ASSERT(fut__list_empty(&notify_of(pn)->waiters));
     (void)pn;
 }
@@ -82,6 +84,7 @@ static void set_tag_locked(struct fut__notify *n, uintptr_t tag)
 
 void fut_notify_one(struct fut_notify *pn)
 {
+    FUT_ARG_VOID(pn, "'n' is NULL");
     struct fut__notify *n = notify_of(pn);
     uintptr_t s = fut__load(&n->state, FUT__RELAXED);
     while ((s & TAG) != WAITING) {
@@ -114,6 +117,7 @@ void fut_notify_one(struct fut_notify *pn)
 
 void fut_notify_waiters(struct fut_notify *pn)
 {
+    FUT_ARG_VOID(pn, "'n' is NULL");
     struct fut__notify *n = notify_of(pn);
     fut__lock_acquire(&n->lock);
     uintptr_t s = fut__load(&n->state, FUT__RELAXED);
@@ -263,6 +267,8 @@ static const struct fut_future_vtable notified_vt = {
 
 void fut_notified_init(struct fut_notified *f, struct fut_notify *pn)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(pn, "'n' is NULL");
     fut_future_init(&f->base, &notified_vt);
     f->n = pn;
     f->gen = fut__load(&notify_of(pn)->state, FUT__ACQUIRE) >> 2;

@@ -16,11 +16,13 @@ static struct fut__sem *sem_of(struct fut_rwlock *l)
 
 void fut_rwlock_init(struct fut_rwlock *l)
 {
+    FUT_ARG_VOID(l, "'l' is NULL");
     fut__sem_init(sem_of(l), MAX, UINTPTR_MAX >> FUT__SEM_SHIFT);
 }
 
 void fut_rwlock_fini(struct fut_rwlock *l)
 {
+    FUT_ARG_VOID(l, "'l' is NULL");
     struct fut__sem *s = sem_of(l);
     FUT_ASSERT(fut__list_empty(&s->waiters));
     FUT_ASSERT(fut__sem_permits(s, fut__load(&s->state, FUT__RELAXED)) ==
@@ -30,6 +32,8 @@ void fut_rwlock_fini(struct fut_rwlock *l)
 
 int fut_rwlock_try_read(struct fut_rwlock *l, struct fut_rwlock_read_guard *g)
 {
+    FUT_ARG_CHECK(l, "'l' is NULL");
+    FUT_ARG_CHECK(g, "'g' is NULL");
     if (fut__sem_try_acquire(sem_of(l), 1) != 0) {
         g->l = NULL;
         return FUT_EBUSY;
@@ -41,6 +45,8 @@ int fut_rwlock_try_read(struct fut_rwlock *l, struct fut_rwlock_read_guard *g)
 int fut_rwlock_try_write(struct fut_rwlock *l,
                          struct fut_rwlock_write_guard *g)
 {
+    FUT_ARG_CHECK(l, "'l' is NULL");
+    FUT_ARG_CHECK(g, "'g' is NULL");
     if (fut__sem_try_acquire(sem_of(l), MAX) != 0) {
         g->l = NULL;
         return FUT_EBUSY;
@@ -51,6 +57,7 @@ int fut_rwlock_try_write(struct fut_rwlock *l,
 
 int fut_rwlock_read_unlock(struct fut_rwlock_read_guard *g)
 {
+    FUT_ARG_CHECK(g, "'g' is NULL");
     if (!g->l)
         return FUT_EINVAL;
     int r = fut__sem_release_max(sem_of(g->l), 1, MAX);
@@ -61,6 +68,7 @@ int fut_rwlock_read_unlock(struct fut_rwlock_read_guard *g)
 
 int fut_rwlock_write_unlock(struct fut_rwlock_write_guard *g)
 {
+    FUT_ARG_CHECK(g, "'g' is NULL");
     if (!g->l)
         return FUT_EINVAL;
     /* Held for writing means no permit is free. */
@@ -73,6 +81,8 @@ int fut_rwlock_write_unlock(struct fut_rwlock_write_guard *g)
 int fut_rwlock_downgrade(struct fut_rwlock_write_guard *w,
                          struct fut_rwlock_read_guard *r)
 {
+    FUT_ARG_CHECK(w, "'w' is NULL");
+    FUT_ARG_CHECK(r, "'r' is NULL");
     r->l = NULL;
     if (!w->l)
         return FUT_EINVAL;
@@ -127,6 +137,8 @@ static const struct fut_future_vtable write_vt = {write_poll, write_drop,
 
 void fut_rwlock_read_init(struct fut_rwlock_read *f, struct fut_rwlock *l)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(l, "'l' is NULL");
     fut_future_init(&f->base, &read_vt);
     f->l = l;
     fut__semw_init(fut__wnode_of(&f->w), 1);
@@ -135,6 +147,8 @@ void fut_rwlock_read_init(struct fut_rwlock_read *f, struct fut_rwlock *l)
 
 void fut_rwlock_write_init(struct fut_rwlock_write *f, struct fut_rwlock *l)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(l, "'l' is NULL");
     fut_future_init(&f->base, &write_vt);
     f->l = l;
     fut__semw_init(fut__wnode_of(&f->w), MAX);

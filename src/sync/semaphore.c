@@ -453,18 +453,21 @@ static struct fut__sem *sem_of(struct fut_semaphore *s)
 
 void fut_semaphore_init(struct fut_semaphore *s, uintptr_t permits)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     FUT_CHECK(permits <= FUT_SEMAPHORE_MAX_PERMITS);
     fut__sem_init(sem_of(s), permits, SEM_PMASK);
 }
 
 void fut_semaphore_fini(struct fut_semaphore *s)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     FUT_ASSERT(fut__list_empty(&sem_of(s)->waiters));
     (void)s;
 }
 
 uintptr_t fut_semaphore_available(const struct fut_semaphore *cs)
 {
+    FUT_ARG_OR(cs, "'s' is NULL", 0);
     struct fut__sem *s = sem_of((struct fut_semaphore *)cs);
     return fut__sem_permits(s, fut__load(&s->state, FUT__RELAXED));
 }
@@ -472,6 +475,8 @@ uintptr_t fut_semaphore_available(const struct fut_semaphore *cs)
 int fut_semaphore_try_acquire(struct fut_semaphore *s, uintptr_t n,
                               struct fut_semaphore_permit *out)
 {
+    FUT_ARG_CHECK(s, "'s' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     out->sem = NULL;
     out->n = 0;
     if (n > FUT_SEMAPHORE_MAX_PERMITS)
@@ -486,6 +491,7 @@ int fut_semaphore_try_acquire(struct fut_semaphore *s, uintptr_t n,
 
 int fut_semaphore_release(struct fut_semaphore_permit *p)
 {
+    FUT_ARG_CHECK(p, "'p' is NULL");
     if (!p->sem)
         return FUT_EINVAL;
     struct fut__sem *s = sem_of(p->sem);
@@ -499,12 +505,14 @@ int fut_semaphore_release(struct fut_semaphore_permit *p)
 
 void fut_semaphore_forget(struct fut_semaphore_permit *p)
 {
+    FUT_ARG_VOID(p, "'p' is NULL");
     p->sem = NULL;
     p->n = 0;
 }
 
 int fut_semaphore_add_permits(struct fut_semaphore *s, uintptr_t n)
 {
+    FUT_ARG_CHECK(s, "'s' is NULL");
     if (n > FUT_SEMAPHORE_MAX_PERMITS)
         return FUT_EINVAL;
     /* Counts permits queued waiters were partly granted as free: the
@@ -514,11 +522,13 @@ int fut_semaphore_add_permits(struct fut_semaphore *s, uintptr_t n)
 
 void fut_semaphore_close(struct fut_semaphore *s)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     fut__sem_close(sem_of(s));
 }
 
 int fut_semaphore_is_closed(const struct fut_semaphore *cs)
 {
+    FUT_ARG_OR(cs, "'s' is NULL", 0);
     struct fut__sem *s = sem_of((struct fut_semaphore *)cs);
     return (fut__load(&s->state, FUT__RELAXED) & FUT__SEM_CLOSED) != 0;
 }
@@ -557,6 +567,8 @@ static const struct fut_future_vtable acquire_vt = {
 void fut_semaphore_acquire_init(struct fut_semaphore_acquire *f,
                                 struct fut_semaphore *s, uintptr_t n)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(s, "'s' is NULL");
     FUT_CHECK(n <= FUT_SEMAPHORE_MAX_PERMITS);
     fut_future_init(&f->base, &acquire_vt);
     f->sem = s;

@@ -40,6 +40,9 @@ static void ref_put(struct fut__watch *ch)
 int fut_watch_new(size_t size, const void *init, struct fut_watch_tx *tx,
                   struct fut_watch_rx *rx)
 {
+    FUT_ARG_CHECK(init, "'init' is NULL");
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
     tx->ch = NULL;
     rx->ch = NULL;
     rx->seen = 0;
@@ -66,6 +69,8 @@ int fut_watch_new(size_t size, const void *init, struct fut_watch_tx *tx,
 
 int fut_watch_tx_clone(const struct fut_watch_tx *tx, struct fut_watch_tx *out)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__watch *ch = tx->ch;
     out->ch = ch;
     if (!ch)
@@ -79,6 +84,7 @@ int fut_watch_tx_clone(const struct fut_watch_tx *tx, struct fut_watch_tx *out)
 
 void fut_watch_tx_drop(struct fut_watch_tx *tx)
 {
+    FUT_ARG_VOID(tx, "'tx' is NULL");
     struct fut__watch *ch = tx->ch;
     if (!ch)
         return;
@@ -108,11 +114,15 @@ static int rx_new(struct fut__watch *ch, struct fut_watch_rx *out)
 int fut_watch_subscribe(const struct fut_watch_tx *tx,
                         struct fut_watch_rx *out)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     return rx_new(tx->ch, out);
 }
 
 int fut_watch_rx_clone(const struct fut_watch_rx *rx, struct fut_watch_rx *out)
 {
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
+    FUT_ARG_CHECK(out, "'out' is NULL");
     int r = rx_new(rx->ch, out);
     out->seen = rx->seen;
     return r;
@@ -120,6 +130,7 @@ int fut_watch_rx_clone(const struct fut_watch_rx *rx, struct fut_watch_rx *out)
 
 void fut_watch_rx_drop(struct fut_watch_rx *rx)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
     struct fut__watch *ch = rx->ch;
     if (!ch)
         return;
@@ -142,6 +153,8 @@ static void store_locked(struct fut__watch *ch, const void *value, void *old)
 
 int fut_watch_send(struct fut_watch_tx *tx, const void *value)
 {
+    FUT_ARG_CHECK(tx, "'tx' is NULL");
+    FUT_ARG_CHECK(value, "'value' is NULL");
     struct fut__watch *ch = tx->ch;
     FUT_CHECK(ch != NULL);
     fut__lock_acquire(&ch->lock);
@@ -157,6 +170,8 @@ int fut_watch_send(struct fut_watch_tx *tx, const void *value)
 void fut_watch_send_replace(struct fut_watch_tx *tx, const void *value,
                             void *old)
 {
+    FUT_ARG_VOID(tx, "'tx' is NULL");
+    FUT_ARG_VOID(value, "'value' is NULL");
     struct fut__watch *ch = tx->ch;
     FUT_CHECK(ch != NULL);
     fut__lock_acquire(&ch->lock);
@@ -166,6 +181,8 @@ void fut_watch_send_replace(struct fut_watch_tx *tx, const void *value,
 
 void fut_watch_borrow(const struct fut_watch_rx *rx, void *out)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
     struct fut__watch *ch = rx->ch;
     FUT_CHECK(ch != NULL);
     fut__lock_acquire(&ch->lock);
@@ -175,6 +192,8 @@ void fut_watch_borrow(const struct fut_watch_rx *rx, void *out)
 
 void fut_watch_borrow_and_update(struct fut_watch_rx *rx, void *out)
 {
+    FUT_ARG_VOID(rx, "'rx' is NULL");
+    FUT_ARG_VOID(out, "'out' is NULL");
     struct fut__watch *ch = rx->ch;
     FUT_CHECK(ch != NULL);
     fut__lock_acquire(&ch->lock);
@@ -185,6 +204,7 @@ void fut_watch_borrow_and_update(struct fut_watch_rx *rx, void *out)
 
 int fut_watch_has_changed(const struct fut_watch_rx *rx)
 {
+    FUT_ARG_OR(rx, "'rx' is NULL", 0);
     struct fut__watch *ch = rx->ch;
     FUT_CHECK(ch != NULL);
     fut__lock_acquire(&ch->lock);
@@ -242,6 +262,8 @@ static const struct fut_future_vtable changed_vt = {
 void fut_watch_changed_init(struct fut_watch_changed *f,
                             struct fut_watch_rx *rx)
 {
+    FUT_ARG_VOID(f, "'f' is NULL");
+    FUT_ARG_VOID(rx, "'rx' is NULL");
     fut_future_init(&f->base, &changed_vt);
     f->rx = rx;
     fut__wnode_init(fut__wnode_of(&f->w), 0);

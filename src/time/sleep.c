@@ -73,6 +73,7 @@ static const struct fut_future_vtable sleep_vt = {sleep_poll, sleep_drop,
 
 void fut_sleep_until_init(struct fut_sleep *s, int64_t deadline)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     fut_future_init(&s->base, &sleep_vt);
     s->deadline = deadline;
     s->duration = -1;
@@ -82,12 +83,14 @@ void fut_sleep_until_init(struct fut_sleep *s, int64_t deadline)
 
 void fut_sleep_init(struct fut_sleep *s, int64_t duration_ns)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     fut_sleep_until_init(s, -1);
     s->duration = duration_ns < 0 ? -1 : duration_ns;
 }
 
 void fut_sleep_reset(struct fut_sleep *s, int64_t deadline)
 {
+    FUT_ARG_VOID(s, "'s' is NULL");
     fut__timer_cancel(fut__timer_of(&s->timer));
     s->deadline = deadline;
     s->duration = -1;
@@ -155,6 +158,8 @@ static const struct fut_future_vtable timeout_vt = {
 void fut_timeout_init(struct fut_timeout *t, struct fut_future *inner,
                       int64_t deadline)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
+    FUT_ARG_VOID(inner, "'inner' is NULL");
     fut_future_init(&t->base, &timeout_vt);
     t->inner = inner;
     t->deadline = deadline;
@@ -232,6 +237,7 @@ static const struct fut_stream_vtable interval_vt = {
 int fut_interval_init(struct fut_interval *iv, int64_t start, int64_t period,
                       int missed)
 {
+    FUT_ARG_CHECK(iv, "'iv' is NULL");
     fut_stream_init(&iv->base, &interval_vt, sizeof(int64_t));
     iv->period = period;
     iv->next = start;
@@ -263,6 +269,8 @@ static const struct fut_future_vtable tick_vt = {tick_poll, NULL,
 void fut_interval_tick_init(struct fut_interval_tick *t,
                             struct fut_interval *iv)
 {
+    FUT_ARG_VOID(t, "'t' is NULL");
+    FUT_ARG_VOID(iv, "'iv' is NULL");
     fut_future_init(&t->base, &tick_vt);
     t->iv = iv;
     t->tick = 0;
