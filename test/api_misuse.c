@@ -331,6 +331,36 @@ START_TEST(mpsc_handle_copy_used_after_original)
 }
 END_TEST
 
+static long bcast_watch_copy(void *arg)
+{
+    int v = 1;
+    if (arg) { /* a watch sender, copied */
+        struct fut_watch_tx tx;
+        struct fut_watch_rx rx;
+        fut_watch_new(sizeof v, &v, &tx, &rx);
+        struct fut_watch_tx copy = tx;
+        fut_watch_tx_drop(&tx);
+        return fut_watch_send(&copy, &v);
+    }
+    struct fut_broadcast_tx tx; /* a broadcast receiver, copied */
+    struct fut_broadcast_rx rx;
+    fut_broadcast_new(4, sizeof v, &tx, &rx);
+    struct fut_broadcast_rx copy = rx;
+    fut_broadcast_rx_drop(&rx);
+    fut_broadcast_rx_drop(&copy);
+    return 0;
+}
+
+START_TEST(broadcast_watch_copy_used_after_original)
+{
+    struct child c;
+    run_child(bcast_watch_copy, NULL, &c);
+    ck_assert_msg(debug_abort(&c, "fut_broadcast_rx_drop"), "%s", c.out);
+    run_child(bcast_watch_copy, (void *)1, &c);
+    ck_assert_msg(debug_abort(&c, "fut_watch_send"), "%s", c.out);
+}
+END_TEST
+
 /* The message names the caller's file and line when addr2line can. */
 static long drop_null(void *arg)
 {
@@ -368,6 +398,7 @@ static Suite *suite(void)
     tcase_add_test(tc, join_copy_dropped_after_original);
     tcase_add_test(tc, oneshot_sent_twice);
     tcase_add_test(tc, mpsc_handle_copy_used_after_original);
+    tcase_add_test(tc, broadcast_watch_copy_used_after_original);
     tcase_add_test(tc, abort_names_caller);
 #endif
     return s;

@@ -225,13 +225,18 @@ struct fut__bcast;
 /* A sending handle (clone for more). */
 struct fut_broadcast_tx {
     struct fut__bcast *ch; /* private */
+    uint32_t gen;          /* private: debug builds' copy check */
 };
 
 /* A receiving handle: each receiver sees every message sent after it was
- * created (subscribed), unless it lags more than 'capacity' behind. */
+ * created (subscribed), unless it lags more than 'capacity' behind.
+ * Senders and receivers are unique owners: clone or subscribe for more,
+ * never duplicate one by copying - a copy used after its original was
+ * dropped aborts in debug builds, naming the call. */
 struct fut_broadcast_rx {
     struct fut__bcast *ch; /* private */
     uint64_t next;         /* private: position of the next message */
+    uint32_t gen;          /* private: debug builds' copy check */
 };
 
 /* Creates a channel keeping the last 'capacity' (>= 1) messages of
@@ -297,12 +302,17 @@ struct fut__watch;
 /* A sending handle (clone for more). */
 struct fut_watch_tx {
     struct fut__watch *ch; /* private */
+    uint32_t gen;          /* private: debug builds' copy check */
 };
 
-/* A receiving handle: reads the latest value and waits for changes. */
+/* A receiving handle: reads the latest value and waits for changes.
+ * Senders and receivers are unique owners: clone or subscribe for more,
+ * never duplicate one by copying - a copy used after its original was
+ * dropped aborts in debug builds, naming the call. */
 struct fut_watch_rx {
     struct fut__watch *ch; /* private */
     uint64_t seen;         /* private: version last marked seen */
+    uint32_t gen;          /* private: debug builds' copy check */
 };
 
 /* Creates a channel holding one value of 'size' (> 0) bytes, initially a

@@ -69,6 +69,8 @@ int fut_broadcast_new(size_t capacity, size_t msg_size,
     ch->slots = (unsigned char *)(ch + 1);
     tx->ch = ch;
     rx->ch = ch;
+    tx->gen = FUT_HANDLE_NEW(ch);
+    rx->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -79,12 +81,15 @@ int fut_broadcast_tx_clone(const struct fut_broadcast_tx *tx,
     FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__bcast *ch = tx->ch;
     out->ch = ch;
+    out->gen = 0;
     if (!ch)
         return FUT_EINVAL;
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     ch->tx_count++;
     fut__lock_release(&ch->lock);
     ref_get(ch);
+    out->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -94,6 +99,7 @@ void fut_broadcast_tx_drop(struct fut_broadcast_tx *tx)
     struct fut__bcast *ch = tx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, tx->gen, __func__);
     tx->ch = NULL;
     fut__lock_acquire(&ch->lock);
     if (--ch->tx_count == 0)
@@ -110,13 +116,16 @@ int fut_broadcast_subscribe(const struct fut_broadcast_tx *tx,
     struct fut__bcast *ch = tx->ch;
     out->ch = ch;
     out->next = 0;
+    out->gen = 0;
     if (!ch)
         return FUT_EINVAL;
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     ch->rx_count++;
     out->next = ch->tail;
     fut__lock_release(&ch->lock);
     ref_get(ch);
+    out->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -128,12 +137,15 @@ int fut_broadcast_rx_clone(const struct fut_broadcast_rx *rx,
     struct fut__bcast *ch = rx->ch;
     out->ch = ch;
     out->next = rx->next;
+    out->gen = 0;
     if (!ch)
         return FUT_EINVAL;
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     ch->rx_count++;
     fut__lock_release(&ch->lock);
     ref_get(ch);
+    out->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -143,6 +155,7 @@ void fut_broadcast_rx_drop(struct fut_broadcast_rx *rx)
     struct fut__bcast *ch = rx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, rx->gen, __func__);
     rx->ch = NULL;
     fut__lock_acquire(&ch->lock);
     ch->rx_count--;
@@ -155,7 +168,11 @@ int fut_broadcast_send(struct fut_broadcast_tx *tx, const void *msg)
     FUT_ARG_CHECK(tx, "'tx' is NULL");
     FUT_ARG_CHECK(msg, "'msg' is NULL");
     struct fut__bcast *ch = tx->ch;
-    FUT_CHECK(ch != NULL); /* send on a dropped sender */
+    if (!ch) {
+        FUT_MISUSE("the sender was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     if (ch->rx_count == 0) {
         fut__lock_release(&ch->lock);
@@ -195,7 +212,11 @@ int fut_broadcast_try_recv(struct fut_broadcast_rx *rx, void *out,
     FUT_ARG_CHECK(rx, "'rx' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__bcast *ch = rx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     uint64_t lag = 0;
     fut__lock_acquire(&ch->lock);
     int r = try_locked(ch, rx, out, &lag);
@@ -256,6 +277,8 @@ void fut_broadcast_recv_init(struct fut_broadcast_recv *f,
     FUT_ARG_VOID(f, "'f' is NULL");
     FUT_ARG_VOID(rx, "'rx' is NULL");
     FUT_ARG_VOID(out, "'out' is NULL");
+    if (rx->ch)
+        FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
     fut_future_init(&f->base, &recv_vt);
     f->rx = rx;
     f->out = out;

@@ -64,6 +64,8 @@ int fut_watch_new(size_t size, const void *init, struct fut_watch_tx *tx,
     memcpy(ch->value, init, size);
     tx->ch = ch;
     rx->ch = ch;
+    tx->gen = FUT_HANDLE_NEW(ch);
+    rx->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -73,12 +75,15 @@ int fut_watch_tx_clone(const struct fut_watch_tx *tx, struct fut_watch_tx *out)
     FUT_ARG_CHECK(out, "'out' is NULL");
     struct fut__watch *ch = tx->ch;
     out->ch = ch;
+    out->gen = 0;
     if (!ch)
         return FUT_EINVAL;
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     ch->tx_count++;
     fut__lock_release(&ch->lock);
     ref_get(ch);
+    out->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -88,6 +93,7 @@ void fut_watch_tx_drop(struct fut_watch_tx *tx)
     struct fut__watch *ch = tx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, tx->gen, __func__);
     tx->ch = NULL;
     fut__lock_acquire(&ch->lock);
     if (--ch->tx_count == 0)
@@ -101,6 +107,7 @@ static int rx_new(struct fut__watch *ch, struct fut_watch_rx *out)
 {
     out->ch = ch;
     out->seen = 0;
+    out->gen = 0;
     if (!ch)
         return FUT_EINVAL;
     fut__lock_acquire(&ch->lock);
@@ -108,6 +115,7 @@ static int rx_new(struct fut__watch *ch, struct fut_watch_rx *out)
     out->seen = ch->version;
     fut__lock_release(&ch->lock);
     ref_get(ch);
+    out->gen = FUT_HANDLE_NEW(ch);
     return 0;
 }
 
@@ -116,6 +124,8 @@ int fut_watch_subscribe(const struct fut_watch_tx *tx,
 {
     FUT_ARG_CHECK(tx, "'tx' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");
+    if (tx->ch)
+        FUT_HANDLE_CHECK(tx->ch, tx->gen, __func__);
     return rx_new(tx->ch, out);
 }
 
@@ -123,6 +133,8 @@ int fut_watch_rx_clone(const struct fut_watch_rx *rx, struct fut_watch_rx *out)
 {
     FUT_ARG_CHECK(rx, "'rx' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");
+    if (rx->ch)
+        FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
     int r = rx_new(rx->ch, out);
     out->seen = rx->seen;
     return r;
@@ -134,6 +146,7 @@ void fut_watch_rx_drop(struct fut_watch_rx *rx)
     struct fut__watch *ch = rx->ch;
     if (!ch)
         return;
+    FUT_HANDLE_END(ch, rx->gen, __func__);
     rx->ch = NULL;
     fut__lock_acquire(&ch->lock);
     ch->rx_count--;
@@ -156,7 +169,11 @@ int fut_watch_send(struct fut_watch_tx *tx, const void *value)
     FUT_ARG_CHECK(tx, "'tx' is NULL");
     FUT_ARG_CHECK(value, "'value' is NULL");
     struct fut__watch *ch = tx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the sender was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     if (ch->rx_count == 0) {
         fut__lock_release(&ch->lock);
@@ -173,7 +190,11 @@ void fut_watch_send_replace(struct fut_watch_tx *tx, const void *value,
     FUT_ARG_VOID(tx, "'tx' is NULL");
     FUT_ARG_VOID(value, "'value' is NULL");
     struct fut__watch *ch = tx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the sender was dropped");
+        return;
+    }
+    FUT_HANDLE_CHECK(ch, tx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     store_locked(ch, value, old);
     fut__lock_release(&ch->lock);
@@ -184,7 +205,11 @@ void fut_watch_borrow(const struct fut_watch_rx *rx, void *out)
     FUT_ARG_VOID(rx, "'rx' is NULL");
     FUT_ARG_VOID(out, "'out' is NULL");
     struct fut__watch *ch = rx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     memcpy(out, ch->value, ch->size);
     fut__lock_release(&ch->lock);
@@ -195,7 +220,11 @@ void fut_watch_borrow_and_update(struct fut_watch_rx *rx, void *out)
     FUT_ARG_VOID(rx, "'rx' is NULL");
     FUT_ARG_VOID(out, "'out' is NULL");
     struct fut__watch *ch = rx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     memcpy(out, ch->value, ch->size);
     rx->seen = ch->version;
@@ -204,9 +233,13 @@ void fut_watch_borrow_and_update(struct fut_watch_rx *rx, void *out)
 
 int fut_watch_has_changed(const struct fut_watch_rx *rx)
 {
-    FUT_ARG_OR(rx, "'rx' is NULL", 0);
+    FUT_ARG_CHECK(rx, "'rx' is NULL");
     struct fut__watch *ch = rx->ch;
-    FUT_CHECK(ch != NULL);
+    if (!ch) {
+        FUT_MISUSE("the receiver was dropped");
+        return FUT_EINVAL;
+    }
+    FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     fut__lock_acquire(&ch->lock);
     int r = ch->version != rx->seen ? 1
             : ch->tx_count == 0     ? FUT_ECLOSED
@@ -264,6 +297,8 @@ void fut_watch_changed_init(struct fut_watch_changed *f,
 {
     FUT_ARG_VOID(f, "'f' is NULL");
     FUT_ARG_VOID(rx, "'rx' is NULL");
+    if (rx->ch)
+        FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
     fut_future_init(&f->base, &changed_vt);
     f->rx = rx;
     fut__wnode_init(fut__wnode_of(&f->w), 0);
