@@ -140,6 +140,26 @@ START_TEST(null_args)
 }
 END_TEST
 
+/* fut_drop is inline (fut/core.h): it checks in every build. */
+static long drop_null_future(void *arg)
+{
+    struct fut_future zero = {0};
+    fut_drop(arg ? &zero : NULL);
+    return 0;
+}
+
+START_TEST(drop_null_aborts_in_every_build)
+{
+    struct child c;
+    run_child(drop_null_future, NULL, &c);
+    ck_assert_msg(debug_abort(&c, "fut_drop"), "%s", c.out);
+    ck_assert_msg(strstr(c.out, "the future is NULL"), "%s", c.out);
+    run_child(drop_null_future, (void *)1, &c);
+    ck_assert_msg(debug_abort(&c, "fut_drop"), "%s", c.out);
+    ck_assert_msg(strstr(c.out, "never initialised"), "%s", c.out);
+}
+END_TEST
+
 /* ------------------------------------------- the runtime's lifetime promise */
 
 /* A task that stays pending until the runtime drops it. */
@@ -387,6 +407,7 @@ static Suite *suite(void)
     Suite *s = suite_create("api_misuse");
     TCase *tc = fut_test_tcase(s, "null_args");
     tcase_add_test(tc, null_args);
+    tcase_add_test(tc, drop_null_aborts_in_every_build);
     tc = fut_test_tcase(s, "lifetime");
     tcase_add_test(tc, free_with_live_join_ct);
     tcase_add_test(tc, free_with_live_join_mt);

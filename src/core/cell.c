@@ -303,6 +303,7 @@ static int cell_claim(struct fut__cell *c, uintptr_t *sp, void *out)
 
 int fut_cell_take(struct fut_cell *cc, void *out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     FUT_ARG_CHECK(cc, "'c' is NULL");
     struct fut__cell *c = cell_of(cc);
     uintptr_t s = fut__load(&c->state, CONSUME_MO); /* pairs: publish */

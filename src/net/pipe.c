@@ -67,6 +67,7 @@ static int stdio_open(int fd, unsigned ready, struct fut_io **out)
 
 int fut_stdin_open(struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     return stdio_open(0, FUT__RD_READ, out);
 }
 

@@ -9,6 +9,7 @@
 
 int fut_signal_open(const int *sigs, int n, struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     if (!sigs || n <= 0)
         return FUT_EINVAL;
     sigset_t set;

@@ -17,6 +17,7 @@
 int fut_addr_parse(const char *host, int port, struct sockaddr_storage *ss,
                    socklen_t *len)
 {
+    FUT_ARG_CHECK(len, "'len' is NULL");
     FUT_ARG_CHECK(ss, "'ss' is NULL");
     if (port < 0 || port > 65535)
         return FUT_EINVAL;
@@ -138,6 +139,7 @@ static int listen_on(const struct sockaddr *addr, socklen_t len, int backlog,
 int fut_tcp_listen(const struct sockaddr *addr, socklen_t len, int backlog,
                    struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
         return FUT_EINVAL;
     return listen_on(addr, len, backlog, 1, out);
@@ -145,6 +147,7 @@ int fut_tcp_listen(const struct sockaddr *addr, socklen_t len, int backlog,
 
 int fut_unix_listen(const char *path, int backlog, struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct sockaddr_un sun;
     memset(&sun, 0, sizeof sun);
     if (!path || strlen(path) >= sizeof sun.sun_path)

@@ -7,6 +7,7 @@
 int fut_udp_bind(const struct sockaddr *addr, socklen_t len,
                  struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
         return FUT_EINVAL;
     int fd = fut__sys_socket(addr->sa_family, SOCK_DGRAM, 0);

@@ -8,6 +8,7 @@
 
 int fut_unix_datagram_bind(const char *path, struct fut_io **out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     struct sockaddr_un sun;
     memset(&sun, 0, sizeof sun);
     if (path && strlen(path) >= sizeof sun.sun_path)

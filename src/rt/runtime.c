@@ -179,6 +179,7 @@ int fut_runtime_workers(struct fut_runtime *rt)
 int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,
                              struct fut_rt_stats *out)
 {
+    FUT_ARG_CHECK(out, "'out' is NULL");
     FUT_ARG_CHECK(rt, "'rt' is NULL");
     FUT_ARG_CHECK(rt, "'rt' is NULL");
     if (rt->flavor == FUT_RT_MULTI_THREAD) {

@@ -610,6 +610,7 @@ int fut_mpsc_try_reserve(struct fut_mpsc_tx *tx, struct fut_mpsc_permit *p)
 
 int fut_mpsc_permit_send(struct fut_mpsc_permit *p, const void *msg)
 {
+    FUT_ARG_CHECK(msg, "'msg' is NULL");
     FUT_ARG_CHECK(p, "'p' is NULL");
     struct fut__mpsc *ch = p->ch;
     if (!ch)

@@ -84,3 +84,13 @@ int mc_model_main(const char *prog, const struct mc_model *models, size_t n,
     free(sel);
     return expect ? caught > 0 : failed > 0;
 }
+
+/* The library's misuse report (fut/core.h: fut_drop of NULL, ...): a
+ * programming error in the model fails the execution. */
+void fut__misuse(const char *fn, const char *what, const void *caller);
+void fut__misuse(const char *fn, const char *what, const void *caller)
+{
+    (void)caller;
+    mc__assert(0, what, fn, __FILE__, __LINE__);
+    abort();
+}

@@ -114,7 +114,7 @@ def main():
                     args.append("NULL")
                 elif k2 == "ptr":
                     if "char" in t2 and "*" in t2 and "**" not in t2:
-                        args.append(f'({t2})"x"')
+                        args.append(f'({t2})"/nonexistent/fut-misuse"')
                     else:
                         args.append(f"({t2})(void *)blank[{j}]")
                 elif k2 == "fnptr":
