@@ -8,7 +8,8 @@
  * malformed request gets "400 Bad Request" and the connection is closed.
  * Limits: a request head (line + headers) of at most 8 KiB (else 431 and
  * close); a connection idle for 10 s is closed. Pipelined requests are
- * answered in order, all the responses to one read in one write.
+ * answered in order, every batch of responses written as soon as it is
+ * produced. PORT 0 picks a free port (the "listening on" line names it).
  * Request bodies (Content-Length) are skipped; chunked bodies get 501.
  * "Connection: close" and HTTP/1.0 without keep-alive close after the
  * response. SIGINT/SIGTERM: stop accepting, let open connections finish
@@ -225,17 +226,18 @@ static int conn_poll(struct fut_future *f, struct fut_context *cx)
         if (c->idle.result != 0 || c->rd.result <= 0)
             break; /* idle too long, EOF or error */
         c->in_len += (size_t)c->rd.result;
-        handle(c);
-        if (c->out_len) {
+        /* Write every batch handle() produces before reading again: the
+         * requests that did not fit in 'out' are answered now, not when
+         * the next read brings more. */
+        for (handle(c); c->out_len; handle(c)) {
             fut_io_write_all_init(&c->wr, c->io, c->out, c->out_len);
             FUT_AWAIT(f, &c->wr);
             if (c->wr.result < 0)
-                break;
+                goto done;
             c->out_len = 0;
-            if (!c->closing && c->in_len)
-                handle(c); /* requests that did not fit in 'out' */
         }
     }
+done:
     FUT_END(f);
 }
 
@@ -424,6 +426,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "http_hello: SIGUSR1 dump: %s\n", fut_strerror(r));
         return 1;
     }
+    if (fut_io_local_addr(srv.listener, &ss, &len) == 0)
+        port = fut_addr_port(&ss); /* the one port 0 picked */
     fprintf(stderr, "http_hello: listening on %s:%d (%s)\n", host, port,
             workers ? "multi-thread" : "current-thread");
     fut_future_init(&srv.base, &server_vt);
