@@ -3,7 +3,8 @@
  * example_harness.c) and is driven over loopback. Cases: pipelining
  * (1,000 requests in one write get 1,000 replies, in order), LF-only
  * heads, the whole-head deadline against a slowloris, the keep-alive idle
- * deadline, RSS per idle connection, garbage, SIGTERM. */
+ * deadline, RSS per idle connection, garbage, SIGTERM, and a 20 s soak of
+ * every kind of client at once. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -299,6 +300,328 @@ START_TEST(sigterm_exit_0)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- soak */
+
+/* 20 s of every client at once against one server (--header-timeout 2):
+ *   normal    keep-alive GETs, one at a time, a think time apart: their
+ *             latency (send to last byte) is recorded; none may fail;
+ *   pipeline  100 requests in one write, 100 replies checked byte for
+ *             byte;
+ *   slowloris a head trickled a byte every 300 ms: each must be cut
+ *             (408, close) within SLOW_CUT_MS of its connect;
+ *   garbage   binary bytes: 400 and a close, then again;
+ *   reset     half a request, or a whole one, then a reset (SO_LINGER 0).
+ * 8 normal clients (5 ms think), 2 pipelining (50 ms apart), 20
+ * slowloris, 2 garbage (10 ms apart), 2 resetting (5 ms apart): about
+ * 1,500 normal and 4,000 pipelined requests a second, 200 new
+ * connections a second. Then: normal p99 < 50 ms, the RSS stays within
+ * base + RSS_SLACK_KIB, and SIGTERM exits 0. Sanitizer builds run the
+ * server several times slower on 2 shared cores: there every gap is
+ * SOAK_SCALE times longer (ASan 2, TSan 4: a quarter of the load), never
+ * the bounds larger but TSan's RSS one (its shadow memory). */
+#if defined(FUT_TEST_TSAN)
+#define SOAK_SCALE 4
+#elif defined(FUT_TEST_ASAN)
+#define SOAK_SCALE 2
+#else
+#define SOAK_SCALE 1
+#endif
+
+enum kind { NORMAL, PIPE, SLOW, GARBAGE, RESET, KINDS };
+static const int kind_count[KINDS] = {8, 2, 20, 2, 2};
+#define PIPE_N 100
+/* A slowloris must be cut by then (its connect + the 2 s head deadline +
+ * a margin for a loaded machine); trickling its whole head would take
+ * 24 s. */
+#define SLOW_CUT_MS (2000 + 2000 * SOAK_SCALE)
+#define SOAK_MS 20000
+#define SLOW_HEAD "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa" \
+                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+struct client {
+    enum kind kind;
+    int fd;          /* -1 between connections */
+    int64_t next_us; /* when to act next (send, reconnect) */
+    int64_t t0_us;   /* connect or send time */
+    size_t want;     /* reply bytes awaited (0: none) */
+    size_t got;
+    size_t sent;     /* slowloris: head bytes sent */
+    int64_t first_us; /* when the first reply byte came */
+    char buf[PIPE_N * sizeof OK];
+};
+
+struct soak {
+    int port;
+    struct client *c;
+    int n;
+    int64_t *lat_us; /* normal latencies */
+    size_t nlat, cap;
+    long counts[KINDS]; /* completed rounds */
+    long failures;
+    int64_t slow_max_ms;
+    char why[256];
+};
+
+static void soak_fail(struct soak *k, const char *what, const struct client *c)
+{
+    if (!k->failures++)
+        snprintf(k->why, sizeof k->why,
+                 "%s (client kind %d, %zu bytes, the first %lld ms after "
+                 "its connect)",
+                 what, c->kind, c->got,
+                 c->got ? (long long)(c->first_us - c->t0_us) / 1000 : -1LL);
+}
+
+static void client_close(struct client *c, int64_t next_us)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->next_us = next_us;
+}
+
+/* Time to act: connect and/or send what this kind sends. */
+static void client_act(struct soak *k, struct client *c, int64_t now)
+{
+    if (c->fd < 0) {
+        c->fd = ex_connect(k->port, 5000);
+        c->t0_us = now;
+        c->sent = 0;
+        c->got = 0;
+    }
+    switch (c->kind) {
+    case NORMAL:
+        c->t0_us = now;
+        c->got = 0;
+        c->want = sizeof OK - 1;
+        ex_send_all(c->fd, S(GET));
+        c->next_us = INT64_MAX;
+        break;
+    case PIPE: {
+        static char reqs[PIPE_N * sizeof GET];
+        for (int i = 0; i < PIPE_N; i++)
+            memcpy(reqs + i * (sizeof GET - 1), GET, sizeof GET - 1);
+        c->got = 0;
+        c->want = PIPE_N * (sizeof OK - 1);
+        ex_send_all(c->fd, reqs, PIPE_N * (sizeof GET - 1));
+        c->next_us = INT64_MAX;
+        break;
+    }
+    case SLOW:
+        if (c->sent < sizeof SLOW_HEAD - 1 &&
+            send(c->fd, &SLOW_HEAD[c->sent], 1, MSG_NOSIGNAL) == 1)
+            c->sent++;
+        c->want = sizeof c->buf - 1; /* until EOF */
+        c->next_us = now + 300000;
+        if ((now - c->t0_us) / 1000 > SLOW_CUT_MS) {
+            soak_fail(k, "slowloris not cut in time", c);
+            client_close(c, now);
+        }
+        break;
+    case GARBAGE:
+        ex_send_all(c->fd, S("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03"
+                             "\x03\x8a\x9b\x00\xff"));
+        c->want = sizeof c->buf - 1;
+        c->next_us = INT64_MAX;
+        break;
+    case RESET:
+        if (k->counts[RESET] % 2)
+            ex_send_all(c->fd, S(GET));
+        else
+            ex_send_all(c->fd, S("GET / HT"));
+        ex_reset(c->fd);
+        c->fd = -1;
+        k->counts[RESET]++;
+        c->next_us = now + 5000 * SOAK_SCALE;
+        break;
+    default:
+        break;
+    }
+}
+
+static void record_latency(struct soak *k, int64_t us)
+{
+    if (k->nlat == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 4096;
+        k->lat_us = realloc(k->lat_us, k->cap * sizeof *k->lat_us);
+        ck_assert(k->lat_us != NULL);
+    }
+    k->lat_us[k->nlat++] = us;
+}
+
+/* A reply (or EOF) came: checks it, schedules the next round. */
+static void client_done(struct soak *k, struct client *c, int eof,
+                        int64_t now)
+{
+    c->buf[c->got] = 0;
+    switch (c->kind) {
+    case NORMAL:
+    case PIPE:
+        if (eof) {
+            soak_fail(k, "keep-alive client closed", c);
+            client_close(c, now);
+            return;
+        }
+        for (size_t i = 0; i < c->got; i += sizeof OK - 1)
+            if (memcmp(c->buf + i, OK, sizeof OK - 1) != 0)
+                soak_fail(k, "wrong reply", c);
+        if (c->kind == NORMAL)
+            record_latency(k, now - c->t0_us);
+        k->counts[c->kind]++;
+        c->want = 0;
+        c->next_us = now + (c->kind == NORMAL ? 5000 : 50000) * SOAK_SCALE;
+        return;
+    case SLOW: {
+        int64_t ms = (now - c->t0_us) / 1000;
+        if (strncmp(c->buf, "HTTP/1.1 408 ", 13) != 0)
+            soak_fail(k, "slowloris without 408", c);
+        if (ms > k->slow_max_ms)
+            k->slow_max_ms = ms;
+        k->counts[SLOW]++;
+        client_close(c, now);
+        return;
+    }
+    case GARBAGE:
+        if (strncmp(c->buf, "HTTP/1.1 400 ", 13) != 0)
+            soak_fail(k, "garbage without 400", c);
+        k->counts[GARBAGE]++;
+        client_close(c, now + 10000 * SOAK_SCALE);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Reads what 'c' has; calls client_done on a whole reply or EOF. */
+static void client_read(struct soak *k, struct client *c, int64_t now)
+{
+    ssize_t r = recv(c->fd, c->buf + c->got, sizeof c->buf - 1 - c->got,
+                     MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r <= 0) {
+        client_done(k, c, 1, now);
+        return;
+    }
+    if (!c->got)
+        c->first_us = now;
+    c->got += (size_t)r;
+    if (c->want && c->got >= c->want && (c->kind == NORMAL || c->kind == PIPE))
+        client_done(k, c, 0, now);
+    else if (c->got >= sizeof c->buf - 1) {
+        soak_fail(k, "too many bytes", c);
+        client_close(c, now);
+    }
+}
+
+/* One turn of the client loop: poll, read, act on what is due. */
+static void soak_turn(struct soak *k, struct pollfd *pf)
+{
+    int64_t now = ex_now_us(), next = now + 10000;
+    for (int i = 0; i < k->n; i++)
+        if (k->c[i].next_us < next)
+            next = k->c[i].next_us;
+    for (int i = 0; i < k->n; i++) {
+        pf[i].fd = k->c[i].fd;
+        pf[i].events = POLLIN;
+        pf[i].revents = 0;
+    }
+    int wait_ms = next > now ? (int)((next - now + 999) / 1000) : 0;
+    poll(pf, (nfds_t)k->n, wait_ms);
+    now = ex_now_us();
+    for (int i = 0; i < k->n; i++)
+        if (k->c[i].fd >= 0 && pf[i].revents)
+            client_read(k, &k->c[i], now);
+    for (int i = 0; i < k->n; i++)
+        if (k->c[i].next_us <= now)
+            client_act(k, &k->c[i], now);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* RSS bound: at most ~40 connections at a time, each at most ~30 KiB
+ * (its struct and its in-flight buffers): ~1.2 MiB. 8 MiB over the RSS
+ * after the first 2 s leaves room for allocator slack, yet a buffer lost
+ * per request (tens of thousands here, 28 KiB each) or per connection
+ * (thousands, 1.7 KiB each) goes far past it. TSan's shadow memory is
+ * several times what the server touches: there, 4x. */
+#if defined(FUT_TEST_TSAN)
+#define RSS_SLACK_KIB (4 * 8192)
+#else
+#define RSS_SLACK_KIB 8192
+#endif
+
+START_TEST(soak_20s)
+{
+    const char *args[] = {"--header-timeout", "2", NULL};
+    const char *env[] = {"ASAN_OPTIONS=quarantine_size_mb=4", NULL};
+    struct ex_server s;
+    ex_start(&s, HTTP_HELLO_BIN, args, env);
+    struct soak k;
+    memset(&k, 0, sizeof k);
+    k.port = s.port;
+    for (int i = 0; i < KINDS; i++)
+        k.n += kind_count[i];
+    k.c = calloc((size_t)k.n, sizeof *k.c);
+    struct pollfd *pf = calloc((size_t)k.n, sizeof *pf);
+    ck_assert(k.c && pf);
+    int64_t t0 = ex_now_us();
+    for (int i = 0, j = 0; i < KINDS; i++)
+        for (int m = 0; m < kind_count[i]; m++, j++) {
+            k.c[j].kind = (enum kind)i;
+            k.c[j].fd = -1;
+            k.c[j].next_us = t0 + j * 1000; /* staggered starts */
+        }
+    long base = -1, rss_max = 0;
+    int64_t next_rss = t0 + 2000000;
+    while (ex_now_us() - t0 < SOAK_MS * 1000LL) {
+        soak_turn(&k, pf);
+        if (ex_now_us() >= next_rss) {
+            long r = ex_rss_kib(&s);
+            if (base < 0)
+                base = r;
+            if (r > rss_max)
+                rss_max = r;
+            next_rss += 1000000;
+        }
+    }
+    qsort(k.lat_us, k.nlat, sizeof *k.lat_us, cmp_i64);
+    int64_t p50 = k.nlat ? k.lat_us[k.nlat / 2] : -1;
+    int64_t p99 = k.nlat ? k.lat_us[k.nlat * 99 / 100] : -1;
+    int64_t pmax = k.nlat ? k.lat_us[k.nlat - 1] : -1;
+    fprintf(stderr,
+            "soak: %zu normal requests (p50 %lld us, p99 %lld us, max %lld "
+            "us), %ld pipelined batches of %d, %ld slowloris cut (slowest "
+            "%lld ms), %ld garbage, %ld resets; RSS %ld -> max %ld KiB; "
+            "%ld failures%s%s\n",
+            k.nlat, (long long)p50, (long long)p99, (long long)pmax,
+            k.counts[PIPE], PIPE_N, k.counts[SLOW],
+            (long long)k.slow_max_ms, k.counts[GARBAGE], k.counts[RESET],
+            base, rss_max, k.failures, k.failures ? ": first: " : "",
+            k.why);
+    for (int i = 0; i < k.n; i++)
+        if (k.c[i].fd >= 0)
+            close(k.c[i].fd);
+    int rc = ex_stop(&s, 15000);
+    ck_assert_msg(k.failures == 0, "%ld failures, first: %s", k.failures,
+                  k.why);
+    ASSERT_TRUE(k.nlat > 1000);
+    ASSERT_TRUE(k.counts[PIPE] > 10 && k.counts[SLOW] >= 40);
+    ASSERT_TRUE(k.counts[GARBAGE] > 10 && k.counts[RESET] > 10);
+    ck_assert_msg(p99 < 50000, "p99 %lld us", (long long)p99);
+    ck_assert_msg(rss_max <= base + RSS_SLACK_KIB, "RSS %ld -> %ld KiB",
+                  base, rss_max);
+    ASSERT_EQ(rc, 0);
+    free(k.lat_us);
+    free(k.c);
+    free(pf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("example_http");
@@ -311,5 +634,6 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "idle_rss"), idle_rss);
     tcase_add_test(fut_test_tcase(s, "garbage_400_close"), garbage_400_close);
     tcase_add_test(fut_test_tcase(s, "sigterm_exit_0"), sigterm_exit_0);
+    tcase_add_test(fut_test_tcase(s, "soak_20s"), soak_20s);
     return fut_test_run(s);
 }
