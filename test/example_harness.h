@@ -55,6 +55,18 @@ int64_t ex_wait_eof(int fd, int timeout_ms);
 /* Closes 'fd' with a reset (SO_LINGER 0). */
 void ex_reset(int fd);
 
+/* How much more memory a sanitizer build's process takes than the plain
+ * build's, for bounds on RSS (measured per idle connection: ASan 1.2-1.4x,
+ * its shadow is 1/8 of the memory plus redzones; TSan 4.4-4.8x, its
+ * shadow is several times the memory touched). Percent. */
+#if defined(FUT_TEST_TSAN)
+#define EX_RSS_PERCENT 500
+#elif defined(FUT_TEST_ASAN)
+#define EX_RSS_PERCENT 150
+#else
+#define EX_RSS_PERCENT 100
+#endif
+
 /* Opens 'n' connections one after the other, each first passing 'probe'
  * (a request and its answer: sends 'req', reads 'resp_len' bytes) so the
  * server holds an idle connection that has served once; returns the

@@ -212,19 +212,15 @@ END_TEST
 /* RSS per idle connection (it served one request) <= 8 KiB. Sanitizers
  * multiply memory: ASan's shadow is 1/8 of the heap plus redzones (its
  * quarantine, which keeps freed blocks, is turned down for the child);
- * TSan's shadow is several times the memory touched: there the bound is
- * 4x (the figure is printed either way). */
+ * TSan's shadow is several times the memory touched: in those builds the
+ * bound is scaled by EX_RSS_PERCENT (the figure is printed either way). */
 START_TEST(idle_rss)
 {
     const char *env[] = {"ASAN_OPTIONS=quarantine_size_mb=1", NULL};
     struct ex_server s;
     ex_start(&s, HTTP_HELLO_BIN, NULL, env);
     long per = ex_idle_rss_per_conn(&s, 2000, S(GET), sizeof OK - 1);
-#if defined(FUT_TEST_TSAN)
-    long bound = 4 * 8192;
-#else
-    long bound = 8192;
-#endif
+    long bound = 8192 * EX_RSS_PERCENT / 100;
     ck_assert_msg(per <= bound, "%ld bytes per idle connection (bound %ld)",
                   per, bound);
     stop_ok(&s);
@@ -317,8 +313,8 @@ END_TEST
  * connections a second. Then: normal p99 < 50 ms, the RSS stays within
  * base + RSS_SLACK_KIB, and SIGTERM exits 0. Sanitizer builds run the
  * server several times slower on 2 shared cores: there every gap is
- * SOAK_SCALE times longer (ASan 2, TSan 4: a quarter of the load), never
- * the bounds larger but TSan's RSS one (its shadow memory). */
+ * SOAK_SCALE times longer (ASan 2, TSan 4: a quarter of the load); the
+ * p99 bound stays, the RSS one scales with their memory (EX_RSS_PERCENT). */
 #if defined(FUT_TEST_TSAN)
 #define SOAK_SCALE 4
 #elif defined(FUT_TEST_ASAN)
@@ -547,13 +543,9 @@ static int cmp_i64(const void *a, const void *b)
  * (its struct and its in-flight buffers): ~1.2 MiB. 8 MiB over the RSS
  * after the first 2 s leaves room for allocator slack, yet a buffer lost
  * per request (tens of thousands here, 28 KiB each) or per connection
- * (thousands, 1.7 KiB each) goes far past it. TSan's shadow memory is
- * several times what the server touches: there, 4x. */
-#if defined(FUT_TEST_TSAN)
-#define RSS_SLACK_KIB (4 * 8192)
-#else
-#define RSS_SLACK_KIB 8192
-#endif
+ * (thousands, 1.7 KiB each) goes far past it. Sanitizer builds: scaled
+ * by EX_RSS_PERCENT. */
+#define RSS_SLACK_KIB (8192 * EX_RSS_PERCENT / 100)
 
 START_TEST(soak_20s)
 {
