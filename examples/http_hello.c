@@ -34,6 +34,7 @@
  * tree of every task (fut_runtime_dump) on stderr.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -64,6 +65,9 @@
                                  input is read and dropped for this long
                                  (see "linger"); nginx lingering_time 30s,
                                  lingering_timeout 5s */
+#define BUFS_CACHED 16        /* in-flight buffers a thread keeps for
+                                 reuse (see bufs_give); nginx: none, it
+                                 frees into its per-connection pool */
 #define GRACE_NS (5LL * 1000 * 1000 * 1000) /* shutdown: time given to
                                  open connections; nginx
                                  worker_shutdown_timeout (none) */
@@ -113,9 +117,19 @@ struct request {
     int length;      /* a Content-Length header was seen */
 };
 
+/* tchar (RFC 9110 5.6.2): VCHAR but the delimiters. A table: this test
+ * runs for every byte of every method and header name. */
+static unsigned char token_chars[256];
+
+static void init_token_chars(void)
+{
+    for (int c = 33; c < 127; c++)
+        token_chars[c] = !strchr("()<>@,;:\\\"/[]?={}", c);
+}
+
 static int is_token(unsigned char c)
 {
-    return c > 32 && c < 127 && !strchr("()<>@,;:\\\"/[]?={}", c);
+    return token_chars[c];
 }
 
 /* A header value's bytes: VCHAR, obs-text, SP and HTAB (no CR, no CTL). */
@@ -355,9 +369,55 @@ static enum verdict parse(const char *p, size_t n, struct request *rq)
 enum phase { PH_HEAD, PH_BODY, PH_IDLE, PH_NEXT /* a request ended */ };
 
 struct bufs {
+    struct bufs *next; /* in a thread's cache */
     char out[OUT_MAX];
     char in[IN_MAX];
 };
+
+/* Buffers given back go to a cache of the thread (a worker reuses what
+ * its connections gave back) rather than to free(): with one request per
+ * read, a malloc and a free of 28 KiB were ~220 of the ~2,950
+ * instructions a request took in user space (callgrind). The cache holds
+ * BUFS_CACHED at most, so it is a fixed cost per thread, not per
+ * connection; 'cache_key' empties it when a worker thread exits. */
+static _Thread_local struct bufs *cache;
+static _Thread_local int ncached;
+static pthread_key_t cache_key;
+
+static struct bufs *bufs_take(void)
+{
+    struct bufs *b = cache;
+    if (!b)
+        return malloc(sizeof *b);
+    cache = b->next;
+    ncached--;
+    return b;
+}
+
+static void bufs_give(struct bufs *b)
+{
+    if (ncached == BUFS_CACHED) {
+        free(b);
+        return;
+    }
+    if (!cache)
+        pthread_setspecific(cache_key, &cache); /* arms the destructor */
+    b->next = cache;
+    cache = b;
+    ncached++;
+}
+
+/* Empties this thread's cache (at thread exit, and at the end of main). */
+static void bufs_flush(void *unused)
+{
+    (void)unused;
+    while (cache) {
+        struct bufs *b = cache;
+        cache = b->next;
+        free(b);
+    }
+    ncached = 0;
+}
 
 struct conn {
     struct fut_future base;
@@ -456,7 +516,7 @@ static void handle(struct conn *c)
 static int got_bytes(struct conn *c, size_t n)
 {
     if (!c->b) {
-        c->b = malloc(sizeof *c->b);
+        c->b = bufs_take();
         if (!c->b)
             return -1;
         memcpy(c->b->in, c->small, n);
@@ -480,7 +540,7 @@ static void settle(struct conn *c)
                       (c->in_len ? lim.header_ns : lim.keepalive_ns);
     }
     if (c->b && c->in_len == 0 && c->skip == 0) {
-        free(c->b);
+        bufs_give(c->b);
         c->b = NULL;
         c->in = c->small;
     }
@@ -548,7 +608,8 @@ done:
 static void conn_cleanup(struct fut_future *f)
 {
     struct conn *c = (struct conn *)f;
-    free(c->b);
+    if (c->b)
+        bufs_give(c->b);
     fut_io_close(c->io);
     atomic_fetch_sub(&live, 1);
 }
@@ -728,6 +789,9 @@ int main(int argc, char **argv)
     const char *host = "127.0.0.1";
     if (parse_args(argc, argv, &workers, &host, &port) < 0)
         return usage();
+    init_token_chars();
+    if (pthread_key_create(&cache_key, bufs_flush) != 0)
+        return 1;
     int sigs[2] = {SIGINT, SIGTERM}, usr1 = SIGUSR1;
     struct server srv;
     memset(&srv, 0, sizeof srv);
@@ -785,6 +849,7 @@ int main(int argc, char **argv)
     fut_block_on(rt, &srv.base);
     fut_drop(&srv.base);
     fut_runtime_free(rt);
+    bufs_flush(NULL);
     if (srv.listener)
         fut_io_close(srv.listener);
     fut_io_close(srv.sig);
