@@ -4,7 +4,7 @@
  * children ('children'), so a task's await chain can be walked from its
  * top future. The scheduler's fut__ct_each_task / fut__mt_each_task hand us every live task, one
  * call at a time, on a thread that owns the task's list (see the ops of
- * sched_current.c and sched_multi.c); with deep = 1 no other thread polls
+ * sched_current.c and rt/multi/dump.c); with deep = 1 no other thread polls
  * any task meanwhile, so the chains hold still while we read them.
  *
  * Two phases (STYLE: collect, then act): inside each_task every task is

@@ -1,7 +1,7 @@
 /* The LIFO slot of a multi-thread worker: one task, filled only by its
  * owner (the task the running task woke or spawned), emptied by the owner
  * between two polls or by a thief that found the owner stuck inside one
- * poll (sched_multi.c says when a thief may look).
+ * poll (rt/multi/multi.h says when a thief may look).
  *
  * The owner empties its slot after nearly every poll, so its take avoids
  * the locked instruction a swap costs; a thief pays instead, with an

@@ -93,7 +93,7 @@ struct fut__driver {
      * the first fd registration or timer arm (which then calls
      * 'interest'): a park now could only end by an unpark. Written under
      * the driver's lock; read without it by a parker that would skip the
-     * driver (seq_cst: see park_parker in sched_multi.c). */
+     * driver (seq_cst: see fut__mt_park in rt/multi/park.c). */
     fut__aword undriven;
     /* Set by the scheduler after creation (NULL: never called); see
      * 'idle'. Called from the thread that registers or arms. */
