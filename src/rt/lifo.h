@@ -48,10 +48,7 @@ struct fut__lifo {
 #define fut__membarrier() (mc_membarrier(__FILE__, __LINE__), 0)
 #define fut__compiler_barrier() ((void)0) /* the checker keeps program order */
 #else
-/* Registers the process for membarrier; 1 when it can be used. */
-int fut__membarrier_init(void);
-/* The asymmetric fence; 0, or -errno (then nothing was ordered). */
-int fut__membarrier(void);
+#include "platform/membarrier.h"
 #define fut__compiler_barrier() atomic_signal_fence(memory_order_seq_cst)
 #endif
 

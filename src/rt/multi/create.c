@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "io/driver.h"
 #include "rt/multi/idle.h"
 
 #define MT_MAX_WORKERS 256
@@ -19,9 +18,22 @@ static void driver_interest(struct fut__driver *d, void *ud)
     notify_parked((struct mt_sched *)ud);
 }
 
-const struct fut__sched_vt fut__mt_vt = {fut__mt_schedule, fut__mt_unlink,
-                                         fut__mt_free_task,
-                                         fut__mt_drop_here};
+static int mt_start(struct fut__sched *s);
+
+static const struct fut__sched_vt mt_vt = {
+    .schedule = fut__mt_schedule,
+    .unlink = fut__mt_unlink,
+    .free_task = fut__mt_free_task,
+    .drop_here = fut__mt_drop_here,
+    .start = mt_start,
+    .block_on = fut__mt_block_on,
+    .spawn = fut__mt_spawn,
+    .shutdown = fut__mt_shutdown,
+    .stats = fut__mt_stats,
+    .workers = fut__mt_workers,
+    .worker_stats = fut__mt_worker_stats,
+    .each_task = fut__mt_each_task,
+};
 
 static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
 {
@@ -84,7 +96,7 @@ static int workers_new(struct mt_sched *m)
 }
 
 int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
-                struct fut__sched **out)
+                fut__driver_new_fn driver_new, struct fut__sched **out)
 {
     int n = cfg->workers;
     if (n == 0) {
@@ -97,7 +109,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     if (!m)
         return FUT_ENOMEM;
     memset(m, 0, sizeof *m);
-    m->base.vt = &fut__mt_vt;
+    m->base.vt = &mt_vt;
     m->base.rt = rt;
     m->base.slow_poll_ns = cfg->slow_poll_ns;
     m->n = n;
@@ -128,7 +140,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     if ((r = workers_new(m)) != 0)
         goto fail_sleepers;
     if (!cfg->no_driver &&
-        (r = fut__driver_new(&m->base, cfg, &m->base.driver)) != 0)
+        (r = driver_new(&m->base, cfg, &m->base.driver)) != 0)
         goto fail_workers;
     if (m->base.driver) {
         m->base.driver->interest = driver_interest;
@@ -153,7 +165,8 @@ fail_m:
     return r;
 }
 
-int fut__mt_start(struct fut__sched *s)
+/* fut__sched_vt.start: the worker threads. */
+static int mt_start(struct fut__sched *s)
 {
     struct mt_sched *m = mt_of(s);
     for (int i = 0; i < m->n; i++) {

@@ -6,12 +6,12 @@
 
 /* ------------------------------------------------------------ task dump */
 
-/* Task dumps (rt_internal.h, src/rt/dump.c). A worker's task lists are its
- * own, so each other worker is sent a probe: a bare thread-affine task
- * with home 0 (on no live list - its links point to itself, so unlink is
- * a no-op under inject_lock - never woken, freed by whoever completes
- * it; allocated like a spawn, so the lifetime counts balance) pushed on
- * the worker's 'rl' queue. The probes meet at a barrier ('phase'):
+/* Task dumps (rt_internal.h, src/scope/dump.c). A worker's task lists
+ * are its own, so each other worker is sent a probe: a bare thread-affine
+ * task with home 0 (on no live list - its links point to itself, so
+ * unlink is a no-op under inject_lock - never woken, freed by whoever
+ * completes it; allocated like a spawn, so the lifetime counts balance)
+ * pushed on the worker's 'rl' queue. The probes meet at a barrier ('phase'):
  *   0 gather    probes count themselves in 'arrived' and wait;
  *   1 deep      every probe arrived: no worker polls a task until phase
  *               3, so the await trees hold still (but for an abort of an
@@ -125,8 +125,6 @@ static int probe_send(struct mt_sched *m, struct mt_worker *me,
 
 int fut__mt_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud)
 {
-    if (s->vt != &fut__mt_vt)
-        return FUT__NOT_THIS_SCHED;
     struct mt_sched *m = mt_of(s);
     struct mt_worker *me = me_in(m);
     if (fut__tls_sched != s)

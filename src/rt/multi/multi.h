@@ -11,6 +11,7 @@
  * folder), and the rooms' functions. The rooms, from the bottom up: a
  * room calls only the rooms listed before it (scripts/check-layers.sh
  * fails on two files that call each other):
+ *   tls.c       the thread-local pointers (defined, not written)
  *   tslab.c     task memory: per-worker slabs of cache-line blocks
  *   park.c      a worker's parker: the park spin, futex or driver sleep
  *   destroy.c   the scheduler's references and its final free
@@ -274,7 +275,8 @@ struct mt_sched {
 };
 
 /* The worker running on this thread (worker.c sets it), and the runtime
- * whose lists this thread owns while it shuts it down (shutdown.c). */
+ * whose lists this thread owns while it shuts it down (shutdown.c);
+ * defined in tls.c. */
 extern _Thread_local struct mt_worker *fut__mt_tls_w;
 extern _Thread_local struct mt_sched *fut__mt_tls_owner;
 
@@ -540,13 +542,16 @@ struct fut_task *fut__mt_inject_pop_batch(struct mt_worker *w,
 /* schedule.c: fut__sched_vt.schedule. */
 void fut__mt_schedule(struct fut__sched *s, struct fut_task *t);
 
-/* spawn.c: fut__sched_vt's unlink, free_task and drop_here; the block
- * pool of a worker (fut__blockpool's alloc/free); fut__mt_spawn and
- * fut__mt_block_on (rt_internal.h). */
+/* spawn.c: fut__sched_vt's unlink, free_task, drop_here, spawn and
+ * block_on; the block pool of a worker (fut__blockpool's alloc/free). */
 void fut__mt_unlink(struct fut__sched *s, struct fut_task *t);
 void fut__mt_drain_unlinks(struct mt_worker *h);
 void fut__mt_free_task(struct fut__sched *s, struct fut_task *t);
 int fut__mt_drop_here(struct fut__sched *s, struct fut_task *t);
+int fut__mt_spawn(struct fut__sched *s, const struct fut_future *f,
+                  size_t size, struct fut_join *join, int local,
+                  const char *file, int line);
+int fut__mt_block_on(struct fut__sched *s, struct fut_future *f);
 void *fut__mt_pool_alloc(struct fut__blockpool *p, size_t size,
                          uint32_t *cls);
 void fut__mt_pool_free(struct fut__blockpool *p, void *b, uint32_t cls,
@@ -556,15 +561,22 @@ void fut__mt_pool_free(struct fut__blockpool *p, void *b, uint32_t cls,
 struct fut_task *fut__mt_steal_peers(struct mt_worker *w);
 struct fut_task *fut__mt_steal_stuck(struct mt_worker *w);
 
-/* shutdown.c: the worker's part (thread-affine tasks); fut__mt_shutdown
- * (rt_internal.h) is the rest. */
+/* shutdown.c: the worker's part (thread-affine tasks), and
+ * fut__sched_vt.shutdown. */
 void fut__mt_worker_exit(struct mt_worker *w);
+void fut__mt_shutdown(struct fut__sched *s);
 
 /* worker.c: a worker thread's body. */
 void *fut__mt_worker_main(void *arg);
 
+/* stats.c: fut__sched_vt's stats, workers and worker_stats. */
+void fut__mt_stats(struct fut__sched *s, struct fut_rt_stats *out);
+int fut__mt_workers(struct fut__sched *s);
+int fut__mt_worker_stats(struct fut__sched *s, int worker,
+                         struct fut_rt_stats *out);
 
-/* create.c: the vtable (dump.c tells its scheduler by it). */
-extern const struct fut__sched_vt fut__mt_vt;
+
+/* dump.c: fut__sched_vt.each_task. */
+int fut__mt_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud);
 
 #endif /* FUT_RT_MULTI_H */

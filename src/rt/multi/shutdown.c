@@ -13,8 +13,6 @@
  * over (an abort dropping in place, a wake queueing). */
 #define SHUTDOWN_PAUSE_NS (50 * 1000)
 
-_Thread_local struct mt_sched *fut__mt_tls_owner;
-
 /* Drops the idle tasks of a list this thread owns; tasks owned elsewhere
  * for now (running, queued, being handed over) stay. Returns 1 when some
  * stayed. */

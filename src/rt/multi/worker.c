@@ -9,8 +9,6 @@
  * worker through its LIFO slot. */
 #define LIFO_MAX 3
 
-_Thread_local struct mt_worker *fut__mt_tls_w;
-
 /* Work of ours other than thread-affine tasks. */
 static int has_other_work(struct mt_worker *w)
 {
