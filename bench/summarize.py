@@ -18,13 +18,15 @@ peer in the same config (current_thread, multi_thread_w2), except:
                       higher is better, so the target is a floor)
 plus the secondary checks the issues ask for (mpsc against Go's channels,
 timers' peak RSS against libuv's, idle-task bytes minus the future's own
-size). 'met' compares the ratio with the issue's target; '-' = no target.
+size). 'met' compares the ratio with the issue's target (bench/targets.txt);
+'-' = no target.
 'paired' is the median of the per-rep ratios (the i-th fut run over the
 i-th reference run, from the same rep): a check on the ratio of medians
 when the machine's load changes between reps.
 --missing names benchmarks the peers have and fut does not (yet); they are
 listed under the table.
 """
+import os
 import statistics
 import sys
 from collections import OrderedDict
@@ -36,29 +38,32 @@ ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
 
 RATE_UNITS = ("roundtrips/s", "req/s")
 
-# Targets from the issues, as fut / reference (time units: at most; rates:
-# at least). Key: (bench, fut config); a config missing here has none.
 CT, MT2 = "current_thread", "multi_thread_w2"
-RATIO_TARGETS = {
-    # issue 2 (current_thread) and issue 3 (multi_thread_w2)
-    ("spawn_many", CT): 0.5, ("spawn_many", MT2): 0.5,
-    ("yield_many", CT): 0.5, ("yield_many", MT2): 0.5,
-    ("chained_spawn", CT): 0.5, ("chained_spawn", MT2): 0.5,
-    ("oneshot", CT): 0.5, ("oneshot", MT2): 0.5,
-    ("oneshot_local", CT): 0.5,
-    ("ping_pong", CT): 0.7, ("ping_pong", MT2): 0.7,
-    ("xthread_wake", MT2): 1.1,
-    # issue 5
-    ("mpsc_1p1c", CT): 0.5, ("mpsc_1p1c", MT2): 0.5,
-    ("mpsc_4p1c", CT): 0.5, ("mpsc_4p1c", MT2): 0.5,
-    ("mutex_contended", CT): 0.7, ("mutex_contended", MT2): 0.7,
-    # issue 6
-    ("scope_join", CT): 0.7, ("scope_join", MT2): 0.7,
-    # issue 4
-    ("timers", CT): 0.5,
-}
-RATE_TARGET = 1.1  # tcp_echo, http_wrk: >= 1.1 x the best of Tokio, libuv
-IDLE_OVERHEAD_MAX = 64.0  # bytes per idle task beyond the future itself
+
+
+def load_targets(path):
+    """bench/targets.txt: the issues' targets (its header says the format).
+    Returns (ratio targets by (bench, fut config), the rate target, the
+    idle-task overhead bound)."""
+    ratios, rate, idle = {}, None, None
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            w = line.split("#", 1)[0].split()
+            if not w:
+                continue
+            if w[0] == "ratio" and len(w) == 4:
+                ratios[(w[1], w[2])] = float(w[3])
+            elif w[0] == "rate" and len(w) == 2:
+                rate = float(w[1])
+            elif w[0] == "idle_overhead" and len(w) == 2:
+                idle = float(w[1])
+            else:
+                sys.exit(f"{path}:{n}: cannot read '{line.strip()}'")
+    return ratios, rate, idle
+
+
+RATIO_TARGETS, RATE_TARGET, IDLE_OVERHEAD_MAX = load_targets(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.txt"))
 
 GO_CONFIG = {CT: "gomaxprocs1", MT2: "gomaxprocs2"}
 

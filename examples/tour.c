@@ -15,6 +15,11 @@
  *   9. task scopes, cancel tokens, the task dump, graceful shutdown
  *      (tour_scope.c)
  *  10. the runtime's counters
+ *
+ * Run: bash scripts/tour.sh (builds fut in build/, Release, and runs
+ * ./build/examples/tour), or cmake --build <dir> --target tour and
+ * <dir>/examples/tour in a build of your own. It exits 0 when every
+ * check passed.
  */
 #include <pthread.h>
 #include <stdio.h>

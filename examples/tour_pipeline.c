@@ -10,6 +10,10 @@
  * prints each step and returns 0 when both subscribers got every result
  * and no more than PERMITS workers ever ran at once. Build it alone with
  * -DTOUR_PIPELINE_MAIN for a main() that runs it.
+ *
+ * Run: it is section 8 of the tour (bash scripts/tour.sh, see tour.c);
+ * alone: cc -std=c11 -D_GNU_SOURCE -DTOUR_PIPELINE_MAIN
+ * examples/tour_pipeline.c $(pkg-config --cflags --libs fut).
  */
 #include <stdio.h>
 #include <string.h>

@@ -11,6 +11,8 @@
  *
  * tour_scope(rt) prints each step and returns the number of failed
  * checks.
+ *
+ * Run: it is section 9 of the tour (bash scripts/tour.sh, see tour.c).
  */
 #include <stdio.h>
 #include <string.h>

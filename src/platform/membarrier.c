@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rt/lifo.h"
+#include "platform/membarrier.h"
 
 static long membarrier(int cmd)
 {

@@ -13,7 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt/rt_internal.h"
+#include "internal.h"
+#include "platform/park.h"
 
 enum { EMPTY = 0, PARKED = 1, NOTIFIED = 2 };
 

@@ -1,7 +1,7 @@
 /* The LIFO slot of a multi-thread worker: one task, filled only by its
  * owner (the task the running task woke or spawned), emptied by the owner
  * between two polls or by a thief that found the owner stuck inside one
- * poll (sched_multi.c says when a thief may look).
+ * poll (rt/multi/multi.h says when a thief may look).
  *
  * The owner empties its slot after nearly every poll, so its take avoids
  * the locked instruction a swap costs; a thief pays instead, with an
@@ -48,10 +48,7 @@ struct fut__lifo {
 #define fut__membarrier() (mc_membarrier(__FILE__, __LINE__), 0)
 #define fut__compiler_barrier() ((void)0) /* the checker keeps program order */
 #else
-/* Registers the process for membarrier; 1 when it can be used. */
-int fut__membarrier_init(void);
-/* The asymmetric fence; 0, or -errno (then nothing was ordered). */
-int fut__membarrier(void);
+#include "platform/membarrier.h"
 #define fut__compiler_barrier() atomic_signal_fence(memory_order_seq_cst)
 #endif
 

@@ -1,6 +1,6 @@
 /* The park spin's rules: when a multi-thread worker that ran out of work
  * watches its parker before a futex sleep, and for how long
- * (sched_multi.c's park_parker runs the spin; docs/scheduler.md, "Park
+ * (rt/multi/park.c runs the spin; docs/scheduler.md, "Park
  * spin", says why). The state is the worker's own: no atomics here.
  *
  * Rules:

@@ -4,6 +4,7 @@
 
 #include "fut/rt.h"
 #include "internal.h"
+#include "platform/park.h"
 
 /* ----------------------------------------------------------- task layout */
 
@@ -46,7 +47,17 @@ static inline struct fut_future *fut__task_future(struct fut_task *t)
 
 /* --------------------------------------------------------- scheduler api */
 
+/* The task dump's walk (src/scope/dump.c): fn(ud, t, deep) for every live
+ * task of a scheduler, one call at a time, from a thread that owns the
+ * list 't' is on; deep = 1 while no other thread polls any task (the
+ * await trees may be walked), 0 for names only. */
+typedef void (*fut__each_task_fn)(void *ud, struct fut_task *t, int deep);
+
+/* A scheduler, as the tasks (task.c) and the runtime handle (runtime.c)
+ * see it: each flavor fills one of these, and nobody above it tests
+ * which flavor it is. */
 struct fut__sched_vt {
+    /* --- the tasks' calls (task.c) --- */
     /* Queues a task this caller just made RUNNING|NOTIFIED (a wake, a
      * spawn, an abort). Any thread. */
     void (*schedule)(struct fut__sched *s, struct fut_task *t);
@@ -59,6 +70,38 @@ struct fut__sched_vt {
      * place (an abort that found it idle). NULL: only a thread running
      * the scheduler (fut__tls_sched == s). */
     int (*drop_here)(struct fut__sched *s, struct fut_task *t);
+
+    /* --- the runtime handle's calls (runtime.c, src/scope/dump.c) --- */
+    /* Optional (NULL: nothing to start): starts the threads that run the
+     * tasks, once whatever is attached to the scheduler is in place. On
+     * error (FUT_ENOMEM, -EAGAIN from pthread_create) the scheduler is
+     * shut down and freed, the runtime handle with it. */
+    int (*start)(struct fut__sched *s);
+    /* fut_block_on on this runtime from a thread outside it; FUT_EBUSY
+     * from inside (a worker, a nested block_on). */
+    int (*block_on)(struct fut__sched *s, struct fut_future *f);
+    /* fut_spawn_at ('local' 0) and fut_spawn_local_at ('local' 1: a
+     * thread-affine task, where the flavor has such a thing); 'join' (if
+     * not NULL) is initialised on every outcome. */
+    int (*spawn)(struct fut__sched *s, const struct fut_future *f,
+                 size_t size, struct fut_join *join, int local,
+                 const char *file, int line);
+    /* fut_runtime_free: drops every task, joins the threads. Frees the
+     * scheduler and the runtime handle (at once, or with the last join
+     * handle or waker that refers to them). Not from inside. */
+    void (*shutdown)(struct fut__sched *s);
+    /* fut_runtime_stats (all workers; 'out' zeroed by the caller),
+     * fut_runtime_workers and fut_runtime_worker_stats (FUT_EINVAL for a
+     * worker index out of range; 'out' zeroed by the caller). */
+    void (*stats)(struct fut__sched *s, struct fut_rt_stats *out);
+    int (*workers)(struct fut__sched *s);
+    int (*worker_stats)(struct fut__sched *s, int worker,
+                        struct fut_rt_stats *out);
+    /* The task dump's walk. 0, FUT_EINVAL (the caller does not run 's'),
+     * FUT_EBUSY (another dump runs), FUT_ENOMEM, or FUT_ETIMEDOUT (a
+     * worker did not answer in time: its tasks are missing, the others
+     * were listed with deep = 0). */
+    int (*each_task)(struct fut__sched *s, fut__each_task_fn fn, void *ud);
 };
 
 /* The I/O + timer driver a scheduler parks in (src/io, src/time). NULL
@@ -93,7 +136,7 @@ struct fut__driver {
      * the first fd registration or timer arm (which then calls
      * 'interest'): a park now could only end by an unpark. Written under
      * the driver's lock; read without it by a parker that would skip the
-     * driver (seq_cst: see park_parker in sched_multi.c). */
+     * driver (seq_cst: see fut__mt_park in rt/multi/park.c). */
     fut__aword undriven;
     /* Set by the scheduler after creation (NULL: never called); see
      * 'idle'. Called from the thread that registers or arms. */
@@ -106,6 +149,18 @@ struct fut__sched {
     struct fut_runtime *rt;
     struct fut__driver *driver; /* NULL: futex parking only */
     int64_t slow_poll_ns; /* debug: report longer polls (-1: never) */
+};
+
+/* The runtime handle (fut_runtime_new): its scheduler, which frees it
+ * (fut__sched_vt.shutdown). */
+/* Lifetime: fut_runtime_free shuts the scheduler down; the handle's
+ * memory goes with the scheduler's, when the last join handle or waker
+ * of its tasks is gone (both flavors), so that fut_spawn on a freed
+ * runtime can answer FUT_ESHUTDOWN while one is alive (rt.h). */
+struct fut_runtime {
+    struct fut__sched *sched;
+    int freed;    /* fut_runtime_free ran (its thread only) */
+    uint32_t gen; /* debug: registered while not freed (misuse.c) */
 };
 
 /* The scheduler running on this thread (inside block_on or a worker). */
@@ -150,73 +205,28 @@ void fut__join_init(struct fut_join *j, struct fut_task *t);
 /* The waker vtable of tasks (data = the task). */
 extern const struct fut_waker_vtable fut__task_waker_vt;
 
-/* ------------------------------------------------------- parking (park.c) */
+/* ------------------------------------------------------------ schedulers */
 
-/* A one-permit parker on a futex (std::thread::park): unpark before park
- * makes the next park return at once. */
-struct fut__parker {
-    _Atomic uint32_t state; /* EMPTY, PARKED, NOTIFIED */
-};
-void fut__parker_init(struct fut__parker *p);
-/* Sleeps until unparked or 'timeout_ns' (-1 = forever) elapsed. */
-void fut__parker_park(struct fut__parker *p, int64_t timeout_ns);
-void fut__parker_unpark(struct fut__parker *p);
+/* Creates the driver of a runtime being created with 'cfg' (src/io's
+ * fut__driver_new, which the runtime handle passes down: the schedulers
+ * sit below the drivers and never name them). */
+typedef int (*fut__driver_new_fn)(struct fut__sched *s,
+                                  const struct fut_rt_config *cfg,
+                                  struct fut__driver **out);
 
-/* --------------------------------------------------- current-thread sched */
-
+/* Create a scheduler for the runtime handle 'rt' (and its driver with
+ * 'driver_new' unless cfg->no_driver). 0, FUT_ENOMEM, FUT_EINVAL, or the
+ * driver's error; on error nothing is left and 'rt' is the caller's.
+ * The multi-thread scheduler's workers start in its vt->start, so
+ * whatever is attached to the scheduler in between is seen by them. */
 int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
-                struct fut__sched **out);
-int fut__ct_block_on(struct fut__sched *s, struct fut_future *f);
-int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
-                  size_t size, struct fut_join *join, const char *file,
-                  int line);
-void fut__ct_shutdown(struct fut__sched *s);
-void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out);
-
-/* ----------------------------------------------------- multi-thread sched */
-
-/* Creates the scheduler (and its driver unless cfg->no_driver); the
- * workers start in fut__mt_start, so whatever is attached to the
- * scheduler in between is seen by them. */
+                fut__driver_new_fn driver_new, struct fut__sched **out);
 int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
-                struct fut__sched **out);
-/* Starts the worker threads. On error (FUT_ENOMEM, -EAGAIN from
- * pthread_create) the scheduler is shut down and freed, 'rt' with it. */
-int fut__mt_start(struct fut__sched *s);
-int fut__mt_block_on(struct fut__sched *s, struct fut_future *f);
-/* 'local': a thread-affine task (fut_spawn_local). */
-int fut__mt_spawn(struct fut__sched *s, const struct fut_future *f,
-                  size_t size, struct fut_join *join, int local,
-                  const char *file, int line);
-/* Drops every task, joins the workers. The runtime handle 'rt' given to
- * fut__mt_new is freed (fut__runtime_dealloc) with the scheduler's
- * memory, when the last join handle or waker referring to it is gone. */
-void fut__mt_shutdown(struct fut__sched *s);
-void fut__mt_stats(struct fut__sched *s, struct fut_rt_stats *out);
-int fut__mt_workers(struct fut__sched *s);
-int fut__mt_worker_stats(struct fut__sched *s, int worker,
-                         struct fut_rt_stats *out);
+                fut__driver_new_fn driver_new, struct fut__sched **out);
 
-/* ------------------------------------------------- task dumps (dump.c) */
-
-/* Calls fn(ud, t, deep) for every live task of 's', one call at a time,
- * from a thread that owns the list 't' is on; deep = 1 while no other
- * thread polls any task (the await trees may be walked), 0 for names
- * only. Each returns FUT__NOT_THIS_SCHED when 's' is not its kind of
- * scheduler; else 0, FUT_EINVAL (the caller does not run 's'), FUT_EBUSY
- * (another dump runs), FUT_ENOMEM, or FUT_ETIMEDOUT (a worker did not
- * answer in time: its tasks are missing, the others were listed with
- * deep = 0). */
-#define FUT__NOT_THIS_SCHED 1
-typedef void (*fut__each_task_fn)(void *ud, struct fut_task *t, int deep);
-int fut__ct_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud);
-int fut__mt_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud);
-
-/* ---------------------------------------------------------- runtime.c */
+/* ----------------------------------------------------- block_on_thread.c */
 
 /* block_on without a runtime: polls 'f' with a thread-parking waker. */
 int fut__block_on_thread(struct fut_future *f);
-/* Frees the handle memory of a runtime (its scheduler is gone). */
-void fut__runtime_dealloc(struct fut_runtime *rt);
 
 #endif /* FUT_RT_INTERNAL_H */

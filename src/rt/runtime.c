@@ -1,23 +1,14 @@
-/* The runtime handle: configuration, the choice of scheduler, block_on
- * without a runtime (a thread-parking waker), spawn and statistics. */
+/* The runtime handle: configuration, the choice of scheduler and its
+ * driver (the one place that names both: src/rt's schedulers sit below
+ * src/io, docs/architecture.md), then every call through the scheduler's
+ * vtable (struct fut__sched_vt). */
 #include <string.h>
 
+#include "io/driver.h"
 #include "rt/rt_internal.h"
-
-/* Lifetime: fut_runtime_free shuts the scheduler down; the handle's
- * memory goes with the scheduler's, when the last join handle or waker
- * of its tasks is gone (both flavors), so that fut_spawn on a freed
- * runtime can answer FUT_ESHUTDOWN while one is alive (rt.h). */
-struct fut_runtime {
-    struct fut__sched *sched;
-    int flavor;
-    int freed;    /* fut_runtime_free ran (its thread only) */
-    uint32_t gen; /* debug: registered while not freed (misuse.c) */
-};
 
 void fut_rt_config_init(struct fut_rt_config *cfg)
 {
-    FUT_ARG_VOID(cfg, "'cfg' is NULL");
     FUT_ARG_VOID(cfg, "'cfg' is NULL");
     memset(cfg, 0, sizeof *cfg);
     cfg->flavor = FUT_RT_CURRENT_THREAD;
@@ -59,36 +50,21 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
     struct fut_runtime *rt = fut__alloc(sizeof *rt);
     if (!rt)
         return FUT_ENOMEM;
-    rt->flavor = c.flavor;
     rt->freed = 0;
-    if (c.flavor == FUT_RT_MULTI_THREAD) {
-        r = fut__mt_new(rt, &c, &rt->sched);
-        if (r) {
-            fut__free(rt, sizeof *rt);
-            return r;
-        }
-        /* The workers start last: whatever is attached to the scheduler
-         * before this is seen by them. On failure 'rt' is gone. */
-        r = fut__mt_start(rt->sched);
-        if (r)
-            return r;
-        rt->gen = FUT_HANDLE_NEW(rt);
-        *out = rt;
-        return 0;
-    }
-    r = fut__ct_new(rt, &c, &rt->sched);
+    r = c.flavor == FUT_RT_MULTI_THREAD
+            ? fut__mt_new(rt, &c, fut__driver_new, &rt->sched)
+            : fut__ct_new(rt, &c, fut__driver_new, &rt->sched);
     if (r) {
         fut__free(rt, sizeof *rt);
         return r;
     }
+    /* The threads start last: whatever is attached to the scheduler
+     * before this is seen by them. On failure 'rt' is gone. */
+    if (rt->sched->vt->start && (r = rt->sched->vt->start(rt->sched)))
+        return r;
     rt->gen = FUT_HANDLE_NEW(rt);
     *out = rt;
     return 0;
-}
-
-void fut__runtime_dealloc(struct fut_runtime *rt)
-{
-    fut__free(rt, sizeof *rt);
 }
 
 void fut_runtime_free(struct fut_runtime *rt)
@@ -111,10 +87,7 @@ void fut_runtime_free(struct fut_runtime *rt)
     rt->freed = 1;
     FUT_HANDLE_END(rt, rt->gen, __func__);
     /* Both flavors free 'rt' with the scheduler's memory. */
-    if (rt->flavor == FUT_RT_MULTI_THREAD)
-        fut__mt_shutdown(rt->sched);
-    else
-        fut__ct_shutdown(rt->sched);
+    rt->sched->vt->shutdown(rt->sched);
 }
 
 struct fut_runtime *fut_runtime_current(void)
@@ -133,9 +106,7 @@ int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
             fut__join_init(join, NULL);
         return FUT_EINVAL;
     }
-    if (rt->flavor == FUT_RT_MULTI_THREAD)
-        return fut__mt_spawn(rt->sched, f, size, join, 0, file, line);
-    return fut__ct_spawn(rt->sched, f, size, join, file, line);
+    return rt->sched->vt->spawn(rt->sched, f, size, join, 0, file, line);
 }
 
 int fut_spawn_local_at(const struct fut_future *f, size_t size,
@@ -147,10 +118,7 @@ int fut_spawn_local_at(const struct fut_future *f, size_t size,
             fut__join_init(join, NULL);
         return FUT_EINVAL;
     }
-    if (rt->flavor == FUT_RT_MULTI_THREAD)
-        return fut__mt_spawn(rt->sched, f, size, join, 1, file, line);
-    /* Current-thread: every task runs on the thread inside block_on. */
-    return fut__ct_spawn(rt->sched, f, size, join, file, line);
+    return rt->sched->vt->spawn(rt->sched, f, size, join, 1, file, line);
 }
 
 void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
@@ -160,100 +128,28 @@ void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
     FUT_ARG_VOID(rt, "'rt' is NULL");
     FUT_ARG_VOID(out, "'out' is NULL");
     memset(out, 0, sizeof *out);
-    if (rt->flavor == FUT_RT_MULTI_THREAD) {
-        fut__mt_stats(rt->sched, out);
-        return;
-    }
-    fut__ct_stats(rt->sched, out);
-    out->workers = 1;
+    rt->sched->vt->stats(rt->sched, out);
 }
 
 int fut_runtime_workers(struct fut_runtime *rt)
 {
     FUT_ARG_CHECK(rt, "'rt' is NULL");
-    FUT_ARG_CHECK(rt, "'rt' is NULL");
-    return rt->flavor == FUT_RT_MULTI_THREAD ? fut__mt_workers(rt->sched)
-                                             : 1;
+    return rt->sched->vt->workers(rt->sched);
 }
 
 int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,
                              struct fut_rt_stats *out)
 {
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");
-    FUT_ARG_CHECK(rt, "'rt' is NULL");
-    FUT_ARG_CHECK(rt, "'rt' is NULL");
-    if (rt->flavor == FUT_RT_MULTI_THREAD) {
-        memset(out, 0, sizeof *out);
-        return fut__mt_worker_stats(rt->sched, worker, out);
-    }
-    if (worker != 0)
-        return FUT_EINVAL;
-    fut_runtime_stats(rt, out);
-    return 0;
-}
-
-/* ------------------------------------------- block_on without a runtime */
-
-/* A refcounted parker, so a waker that outlives the block_on stays safe. */
-struct thread_waker {
-    struct fut__parker parker;
-    fut__aword refs;
-};
-
-static void tw_drop(const void *data)
-{
-    struct thread_waker *tw = (struct thread_waker *)data;
-    /* Release/acquire: all uses before the free. */
-    if (fut__fetch_sub(&tw->refs, 1, FUT__ACQ_REL) == 1)
-        fut__free(tw, sizeof *tw);
-}
-
-static void tw_wake_by_ref(const void *data)
-{
-    fut__parker_unpark(&((struct thread_waker *)data)->parker);
-}
-
-static void tw_wake(const void *data)
-{
-    tw_wake_by_ref(data);
-    tw_drop(data);
-}
-
-static struct fut_waker tw_clone(const void *data);
-static const struct fut_waker_vtable tw_vt = {tw_clone, tw_wake,
-                                              tw_wake_by_ref, tw_drop};
-
-static struct fut_waker tw_clone(const void *data)
-{
-    struct thread_waker *tw = (struct thread_waker *)data;
-    fut__fetch_add(&tw->refs, 1, FUT__RELAXED); /* caller holds one */
-    struct fut_waker w = {data, &tw_vt};
-    return w;
-}
-
-int fut__block_on_thread(struct fut_future *f)
-{
-    struct thread_waker *tw = fut__alloc(sizeof *tw);
-    if (!tw)
-        return FUT_ENOMEM;
-    fut__parker_init(&tw->parker);
-    fut__aword_init(&tw->refs, 1);
-    struct fut_context cx;
-    struct fut_waker w = {tw, &tw_vt};
-    fut_context_init(&cx, w);
-    while (fut_poll(f, &cx) == FUT_PENDING)
-        fut__parker_park(&tw->parker, -1);
-    tw_drop(tw);
-    return 0;
+    memset(out, 0, sizeof *out);
+    return rt->sched->vt->worker_stats(rt->sched, worker, out);
 }
 
 int fut_block_on(struct fut_runtime *rt, struct fut_future *f)
 {
     FUT_ARG_CHECK(f, "'f' is NULL");
-    FUT_ARG_CHECK(f, "'f' is NULL");
     if (!rt)
         return fut__block_on_thread(f);
-    if (rt->flavor == FUT_RT_MULTI_THREAD)
-        return fut__mt_block_on(rt->sched, f);
-    return fut__ct_block_on(rt->sched, f);
+    return rt->sched->vt->block_on(rt->sched, f);
 }

@@ -35,7 +35,6 @@
  */
 #include <string.h>
 
-#include "io/driver.h"
 #include "rt/rt_internal.h"
 #include "rt/slab.h"
 #include "util/mutex.h"
@@ -92,7 +91,7 @@ static void ct_release(struct ct_sched *c, uintptr_t n)
         return;
     fut__slab_fini(&c->slab);
     fut__mutex_destroy(&c->lock);
-    fut__runtime_dealloc(c->base.rt); /* the handle lives as long */
+    fut__free(c->base.rt, sizeof *c->base.rt); /* lives as long (rt.h) */
     fut__free(c, sizeof *c);
 }
 
@@ -268,8 +267,7 @@ static void ct_pool_free(struct fut__blockpool *p, void *b, uint32_t cls,
         ct_ref_dec(c);
 }
 
-static const struct fut__sched_vt ct_vt = {ct_schedule, ct_unlink,
-                                           ct_free_task, NULL};
+static const struct fut__sched_vt ct_vt;
 
 /* ------------------------------------------------------------ main waker */
 
@@ -308,7 +306,7 @@ static struct fut_waker main_clone(const void *data)
 /* ---------------------------------------------------------------- public */
 
 int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
-                struct fut__sched **out)
+                fut__driver_new_fn driver_new, struct fut__sched **out)
 {
     struct ct_sched *c = fut__alloc(sizeof *c);
     if (!c)
@@ -334,7 +332,7 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&c->refs, BIAS + 1);
     fut__parker_init(&c->parker);
     if (!cfg->no_driver) {
-        int r = fut__driver_new(&c->base, cfg, &c->base.driver);
+        int r = driver_new(&c->base, cfg, &c->base.driver);
         if (r) {
             fut__mutex_destroy(&c->lock);
             fut__slab_fini(&c->slab);
@@ -346,9 +344,11 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     return 0;
 }
 
-int fut__ct_spawn(struct fut__sched *s, const struct fut_future *f,
-                  size_t size, struct fut_join *join, const char *file,
-                  int line)
+/* 'thread_affine' is ignored: every task runs on the thread inside
+ * block_on. */
+static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
+                    size_t size, struct fut_join *join, int thread_affine,
+                    const char *file, int line)
 {
     struct ct_sched *c = ct_of(s);
     int local = on_runtime_thread(c);
@@ -443,7 +443,7 @@ static void unpark(struct ct_sched *c)
     fut__mutex_unlock(&c->lock);
 }
 
-int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
+static int ct_block_on(struct fut__sched *s, struct fut_future *f)
 {
     struct ct_sched *c = ct_of(s);
     if (c->shutting_down) /* freed: its tasks are gone, its driver too */
@@ -492,7 +492,11 @@ int fut__ct_block_on(struct fut__sched *s, struct fut_future *f)
     return 0;
 }
 
-void fut__ct_shutdown(struct fut__sched *s)
+/* Drops every task; the scheduler's memory, and the runtime handle with
+ * it, go with the last reference (see the rules), so a join handle kept
+ * past fut_runtime_free can still spawn through the handle and be
+ * refused. */
+static void ct_shutdown(struct fut__sched *s)
 {
     struct ct_sched *c = ct_of(s);
     struct fut__sched *saved = fut__tls_sched;
@@ -527,10 +531,10 @@ void fut__ct_shutdown(struct fut__sched *s)
                       fut__load(&c->n_freed, FUT__RELAXED) +
                       fut__load(&c->n_blocks, FUT__RELAXED) -
                       fut__load(&c->n_blocks_freed, FUT__RELAXED);
-    ct_release(c, BIAS + 1 - alive);
+    ct_release(c, BIAS + 1 - alive); /* may free 'rt' with 'c' */
 }
 
-void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
+static void ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
 {
     struct ct_sched *c = ct_of(s);
     out->spawned = fut__load(&c->n_spawned, FUT__RELAXED) +
@@ -541,6 +545,21 @@ void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
     out->remote_wakes = fut__load(&c->n_remote, FUT__RELAXED);
     out->parks = fut__load(&c->n_parks, FUT__RELAXED);
     out->budget_yields = fut__load(&c->n_budget, FUT__RELAXED);
+    out->workers = 1;
+}
+
+static int ct_workers(struct fut__sched *s)
+{
+    return 1;
+}
+
+static int ct_worker_stats(struct fut__sched *s, int worker,
+                           struct fut_rt_stats *out)
+{
+    if (worker != 0)
+        return FUT_EINVAL;
+    ct_stats(s, out);
+    return 0;
 }
 
 /* ------------------------------------------------------------ task dump */
@@ -550,14 +569,27 @@ void fut__ct_stats(struct fut__sched *s, struct fut_rt_stats *out)
  * does (the caller is the only poll running), and other threads' aborts
  * only queue (drop_here is NULL): deep. Tasks spawned from other threads
  * and not taken off the remote queue yet are not listed. */
-int fut__ct_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud)
+static int ct_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud)
 {
     struct ct_sched *c = ct_of(s);
-    if (s->vt != &ct_vt)
-        return FUT__NOT_THIS_SCHED;
     if (fut__tls_sched != s)
         return FUT_EINVAL;
     for (struct fut_task *t = c->owned; t; t = t->owned_next)
         fn(ud, t, 1);
     return 0;
 }
+
+static const struct fut__sched_vt ct_vt = {
+    .schedule = ct_schedule,
+    .unlink = ct_unlink,
+    .free_task = ct_free_task,
+    .drop_here = NULL,
+    .start = NULL,
+    .block_on = ct_block_on,
+    .spawn = ct_spawn,
+    .shutdown = ct_shutdown,
+    .stats = ct_stats,
+    .workers = ct_workers,
+    .worker_stats = ct_worker_stats,
+    .each_task = ct_each_task,
+};

@@ -1,5 +1,5 @@
 /* Internals shared by the files of src/scope and the task dump
- * (src/rt/dump.c). The rules of every field are in scope.c's rules block. */
+ * (src/scope/dump.c). The rules of every field are in scope.c's rules block. */
 #ifndef FUT_SCOPE_INTERNAL_H
 #define FUT_SCOPE_INTERNAL_H
 

@@ -30,7 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sync/sync_internal.h"
+#include "sync/waitq.h"
 
 /* ------------------------------------------------------------------ lock */
 

@@ -197,7 +197,7 @@ static void m_steal_steal(void)
 
 /* The owner runs ROUNDS polls; poll r stores 'started' = r, wakes task r
  * into the slot (a push), stores 'done' = r and takes the slot, as
- * run_tick does. A thief (sched_multi.c's steal_stuck, which would only
+ * run_tick does. A thief (rt/multi/steal.c's steal_stuck, which would only
  * look at a worker it saw stuck) tries LIFO_TRIES steals at any moment.
  * Every task must come out exactly once: a take, a steal, a task the
  * push displaced (the owner queues it), or what is left at the end. */

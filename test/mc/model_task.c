@@ -81,8 +81,10 @@ static int m_drop_here(struct fut__sched *s, struct fut_task *t)
     return ms.drop_here;
 }
 
-static const struct fut__sched_vt m_vt = {m_schedule, m_unlink, m_free,
-                                          m_drop_here};
+static const struct fut__sched_vt m_vt = {.schedule = m_schedule,
+                                          .unlink = m_unlink,
+                                          .free_task = m_free,
+                                          .drop_here = m_drop_here};
 
 /* ----------------------------------------------------- the future */
 

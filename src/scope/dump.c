@@ -2,10 +2,12 @@
  *
  * Every future records the child it awaits ('awaiting') or lists its
  * children ('children'), so a task's await chain can be walked from its
- * top future. The scheduler's fut__ct_each_task / fut__mt_each_task hand us every live task, one
- * call at a time, on a thread that owns the task's list (see the ops of
- * sched_current.c and sched_multi.c); with deep = 1 no other thread polls
- * any task meanwhile, so the chains hold still while we read them.
+ * top future. The scheduler's each_task (struct fut__sched_vt) hands us
+ * every live task, one call at a time, on a thread that owns the task's
+ * list (sched_current.c's and src/rt/multi/dump.c's); with deep = 1 no
+ * other thread polls any task meanwhile, so the chains hold still while we
+ * read them. It lives in scope/, above the runtime: a record names the
+ * scope a task belongs to (scope.c's fut__scope_*).
  *
  * Two phases (STYLE: collect, then act): inside each_task every task is
  * rendered into a record (text, and the task owning its scope, if it is
@@ -205,11 +207,7 @@ long fut_runtime_dump(struct fut_runtime *rt, char *buf, size_t len)
     if (!s || (rt && s->rt != rt))
         return FUT_EINVAL;
     struct ctx c = {NULL, 0, 0, 0};
-    int r = fut__ct_each_task(s, collect, &c);
-    if (r == FUT__NOT_THIS_SCHED)
-        r = fut__mt_each_task(s, collect, &c);
-    if (r == FUT__NOT_THIS_SCHED)
-        return FUT_EINVAL;
+    int r = s->vt->each_task(s, collect, &c);
     if (r != 0 && r != FUT_ETIMEDOUT) {
         FUT_ASSERT(c.n == 0);
         return r;
