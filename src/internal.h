@@ -86,7 +86,7 @@ static inline void fut__waker_store(struct fut_waker *slot,
         }                                                                     \
     } while (0)
 
-/* Debug builds: the registry of live handles (src/platform/misuse.c). A
+/* Debug builds: the registry of live handles (src/platform/handles.c). A
  * handle's private 'gen' comes from fut__handle_new when it is made;
  * fut__handle_check aborts, naming 'fn' (the public call) and the
  * caller, when it was given up already (a copy used after the original);

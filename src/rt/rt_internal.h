@@ -160,7 +160,7 @@ struct fut__sched {
 struct fut_runtime {
     struct fut__sched *sched;
     int freed;    /* fut_runtime_free ran (its thread only) */
-    uint32_t gen; /* debug: registered while not freed (misuse.c) */
+    uint32_t gen; /* debug: registered while not freed (handles.c) */
 };
 
 /* The scheduler running on this thread (inside block_on or a worker). */

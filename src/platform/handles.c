@@ -1,99 +1,25 @@
-/* Programming errors: the report that names the call and its caller, and
- * the debug builds' registry of live handles (docs/design.md,
- * "Programming errors").
+/* The debug builds' registry of live handles (docs/design.md,
+ * "Programming errors"; the misuse report itself is fut__misuse in
+ * report.c).
  *
- * fut__misuse prints "fut: <function>: <what was wrong>", then where the
- * call came from - the caller's symbol and, when the caller was built
- * with -g and addr2line is installed, its file:line - and aborts. It runs
- * only on the way to an abort, so it may fork addr2line.
- *
- * The registry (FUT_DEBUG only): a handle that must not be copied (a join
- * handle, a channel end) carries a private 'gen', a number the registry
- * hands out when the handle is made and forgets when it is given up. A
- * copy of a handle carries the same number, so the second of the two to
- * be used after the first gave the handle up finds its number gone - and
- * that check reads only the registry, never the object the handle refers
- * to (which may be freed by then). Rules:
+ * A handle that must not be copied (a join handle, a channel end) carries
+ * a private 'gen', a number the registry hands out when the handle is
+ * made and forgets when it is given up. A copy of a handle carries the
+ * same number, so the second of the two to be used after the first gave
+ * the handle up finds its number gone - and that check reads only the
+ * registry, never the object the handle refers to (which may be freed by
+ * then). Rules:
  *   - every entry maps a number (never 0, never reused before 2^32 more
  *     handles) to the object it was made for; the object is only compared,
  *     never dereferenced;
  *   - one mutex guards the table (debug builds only: a handle is made and
  *     given up at most a few times per task or channel).
  */
-#include <dlfcn.h>
-#include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
-
-/* Writes the caller's file:line (from addr2line) into 'out'; 0 on success. */
-static int caller_line(const char *obj, uintptr_t off, char *out, size_t n)
-{
-    if (getenv("FUT_NO_ADDR2LINE"))
-        return -1;
-    char cmd[1200];
-    /* 'off' is a return address: the call is the byte before it. */
-    snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%" PRIxPTR
-             " 2>/dev/null", obj, off - 1);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    /* Pairs of lines (function, file:line), innermost inline first: the
-     * last pair is the function that was compiled, the caller's line. */
-    char fn[256], loc[512], best[800] = "";
-    while (fgets(fn, sizeof fn, p) && fgets(loc, sizeof loc, p)) {
-        fn[strcspn(fn, "\n")] = 0;
-        loc[strcspn(loc, "\n")] = 0;
-        if (loc[0] != '?')
-            snprintf(best, sizeof best, "%s at %s", fn, loc);
-    }
-    pclose(p);
-    if (!best[0])
-        return -1;
-    snprintf(out, n, "%s", best);
-    return 0;
-}
-
-/* "main at app.c:12", or "main+0x1c in ./app" without line info. */
-static void describe_caller(const void *caller, char *out, size_t n)
-{
-    Dl_info info;
-    if (!caller || !dladdr(caller, &info) || !info.dli_fname) {
-        snprintf(out, n, "%p", caller);
-        return;
-    }
-    /* A shared object or PIE is linked at 0: its addresses are offsets
-     * from its load base. */
-    uintptr_t off = (uintptr_t)caller - (uintptr_t)info.dli_fbase;
-    /* The main program's name may be relative to a directory the
-     * process has left: ask its own link for it. */
-    if (caller_line(info.dli_fname, off, out, n) == 0 ||
-        caller_line("/proc/self/exe", off, out, n) == 0)
-        return;
-    if (info.dli_sname)
-        snprintf(out, n, "%s+0x%" PRIxPTR " in %s", info.dli_sname,
-                 (uintptr_t)caller - (uintptr_t)info.dli_saddr,
-                 info.dli_fname);
-    else
-        snprintf(out, n, "0x%" PRIxPTR " in %s", off, info.dli_fname);
-}
-
-__attribute__((noinline)) void fut__misuse(const char *fn, const char *what,
-                                           const void *caller)
-{
-    /* Called from a header's inline function: the return address is in
-     * the code the user compiled, where the call was made. */
-    if (!caller)
-        caller = __builtin_return_address(0);
-    char where[900];
-    describe_caller(caller, where, sizeof where);
-    fprintf(stderr, "fut: %s: %s (called from %s)\n", fn, what, where);
-    fflush(stderr);
-    abort();
-}
 
 /* ------------------------------------------------------- handle registry */
 
