@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fiber/fiber_internal.h"
 #include "rt/rt_internal.h"
 #include "scope/scope_internal.h"
 
@@ -101,6 +102,12 @@ static void walk(struct out *o, struct fut_future *f, int depth)
         outf(o, "%*s%s\n", 2 * depth, "", desc);
         return; /* its children are tasks: listed under this task */
     }
+    if (fut__fiber_describe(f, desc, sizeof desc)) {
+        /* A fiber: where it is parked, then the future it awaits. */
+        outf(o, "%*s%s\n", 2 * depth, "", desc);
+        walk_kids(o, f, depth);
+        return;
+    }
     int done_child = 0;
     if (fut__scope_of_child(f, &done_child)) {
         /* The wrapper of a scope child: show the user's future only. */
@@ -153,6 +160,9 @@ static void collect(void *ud, struct fut_task *t, int deep)
 #endif
     if (sc)
         outf(&o, " (child of scope %p)", (void *)sc);
+    char fdesc[160];
+    if (fut__fiber_describe(shown, fdesc, sizeof fdesc))
+        outf(&o, ": %s", fdesc); /* where the fiber is parked */
     outf(&o, "\n");
     if (deep)
         walk_kids(&o, shown, 0);
