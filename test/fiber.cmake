@@ -9,3 +9,13 @@ fut_check_test(fiber CASES ${FIBER_CASES}
     cancel_scope scope_fail_fast dump threads_migrate
   VALGRIND_CASES basic channels cancel_abort cancel_scope
   TIMEOUT 120)
+
+# The fiber examples as child processes (needs the examples).
+if(FUT_BUILD_EXAMPLES)
+  fut_check_test(fiber_examples CASES echo chat MT_CASES echo chat
+    TIMEOUT 120)
+  target_compile_definitions(test_fiber_examples PRIVATE
+    FUT_ECHO_FIBER="$<TARGET_FILE:echo_fiber>"
+    FUT_CHAT_FIBER="$<TARGET_FILE:chat_fiber>")
+  add_dependencies(test_fiber_examples echo_fiber chat_fiber)
+endif()

@@ -233,6 +233,17 @@ FUT_EXTERN int fut_send_at(struct fut_mpsc_tx *tx, const void *msg,
 FUT_EXTERN int fut_timeout_await_at(struct fut_future *f, int64_t ns,
                                     const char *file, int line);
 
+/* Awaits 'f' unless 'token' (fut/cancel.h; e.g. fut_scope_token) is
+ * cancelled first (fut_until_cancelled): 0 once 'f' completed,
+ * FUT_ECANCELED when the token fired ('f' dropped where it stood) or the
+ * fiber was cancelled. For graceful shutdown: a scope's children stop
+ * at their next await once fut_shutdown cancels the token. */
+#define fut_await_token(f, token)                                             \
+    fut_await_token_at(FUT_AS_FUTURE(f), (token), __FILE__, __LINE__)
+FUT_EXTERN int fut_await_token_at(struct fut_future *f,
+                                  struct fut_token *token, const char *file,
+                                  int line);
+
 /* Waits for a fiber spawned with a handle: 0 with '*value' (may be NULL)
  * = its fn's return value, or FUT_ECANCELED (that fiber was cancelled, or
  * this one was: then the handle was dropped, which aborts the other).

@@ -87,6 +87,15 @@ int fut_timeout_await_at(struct fut_future *f, int64_t ns, const char *file,
     return r != 0 ? r : t.result;
 }
 
+int fut_await_token_at(struct fut_future *f, struct fut_token *token,
+                       const char *file, int line)
+{
+    struct fut_until_cancelled u;
+    fut_until_cancelled_init(&u, f, token);
+    int r = fut_await_at(&u.base, file, line);
+    return r != 0 ? r : u.result;
+}
+
 int fut_fiber_join_at(struct fut_join *j, intptr_t *value, const char *file,
                       int line)
 {
