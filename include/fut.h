@@ -18,6 +18,7 @@
 #include "fut/net.h"
 #include "fut/cancel.h"
 #include "fut/scope.h"
+#include "fut/fiber.h"
 #include "fut/testing.h"
 
 #endif /* FUT_H */

@@ -35,6 +35,19 @@
 #include "rt/rt_internal.h"
 #include "scope/scope_internal.h"
 
+/* A layer above (src/fiber) describes the futures it knows - where a
+ * fiber is parked - through this hook, set before its first spawn
+ * (relaxed: it only ever changes from 0 to the one function). */
+fut__aword fut__dump_describe_hook;
+
+static int describe(struct fut_future *f, char *buf, size_t len)
+{
+    fut__dump_describe_fn fn =
+        (fut__dump_describe_fn)fut__load(&fut__dump_describe_hook,
+                                         FUT__RELAXED);
+    return fn ? fn(f, buf, len) : 0;
+}
+
 #define MAX_DEPTH 12
 #define MAX_KIDS 8
 #define REC_TEXT 1024
@@ -103,6 +116,12 @@ static void walk(struct out *o, struct fut_future *f, int depth)
         outf(o, "%*s%s\n", 2 * depth, "", desc);
         return; /* its children are tasks: listed under this task */
     }
+    if (describe(f, desc, sizeof desc)) {
+        /* A fiber: where it is parked, then the future it awaits. */
+        outf(o, "%*s%s\n", 2 * depth, "", desc);
+        walk_kids(o, f, depth);
+        return;
+    }
     int done_child = 0;
     if (fut__scope_of_child(f, &done_child)) {
         /* The wrapper of a scope child: show the user's future only. */
@@ -156,6 +175,9 @@ static void collect(void *ud, struct fut_task *t, int deep)
 #endif
     if (sc)
         outf(&o, " (child of scope %p)", (void *)sc);
+    char fdesc[160];
+    if (describe(shown, fdesc, sizeof fdesc))
+        outf(&o, ": %s", fdesc); /* where the fiber is parked */
     outf(&o, "\n");
     if (deep)
         walk_kids(&o, shown, 0);

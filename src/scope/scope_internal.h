@@ -62,4 +62,10 @@ struct fut_task *fut__scope_owner(struct fut_scope *s);
  * scope's lock) and returns 1; else 0. */
 int fut__scope_describe(struct fut_future *f, char *buf, size_t len);
 
+/* The task dump's hook for futures a higher layer knows (dump.c): writes
+ * a description of 'f' into 'buf' and returns 1, or returns 0. */
+typedef int (*fut__dump_describe_fn)(struct fut_future *f, char *buf,
+                                     size_t len);
+extern fut__aword fut__dump_describe_hook;
+
 #endif /* FUT_SCOPE_INTERNAL_H */

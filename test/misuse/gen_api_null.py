@@ -125,7 +125,7 @@ def main():
                 cls = "VOID"
             elif name in noerror:
                 cls = "NOERR"
-            elif ret in ("int", "long", "int64_t"):
+            elif ret in ("int", "long", "int64_t", "ssize_t"):
                 cls = "ERR"
             else:
                 cls = "VALUE"  # pointers, structs: must not crash

@@ -1,0 +1,60 @@
+/* echo_fiber: a TCP echo server, one fiber per connection (fut/fiber.h).
+ * Run: echo_fiber [--workers N] PORT (N >= 1: multi-thread; PORT 0: any,
+ * printed as "listening on P"). SIGINT/SIGTERM: stop accepting; each
+ * connection closes at its next read, the rest are cancelled after 2 s. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "fut.h"
+
+static struct fut_scope scope; /* every fiber of the server */
+static struct fut_io *ln, *sig;
+
+static intptr_t conn(void *io)
+{
+    char buf[4096];
+    struct fut_io_read rd;
+    do
+        fut_io_read_init(&rd, io, buf, sizeof buf);
+    while (fut_await_token(&rd, fut_scope_token(&scope)) == 0 &&
+           rd.result > 0 && fut_write_all(io, buf, (size_t)rd.result) > 0);
+    fut_io_close(io);
+    return 0;
+}
+
+static intptr_t acceptor(void *arg)
+{
+    struct fut_accept a;
+    for (fut_accept_init(&a, ln);
+         fut_await_token(&a, fut_scope_token(&scope)) == 0 && !a.result;
+         fut_accept_init(&a, ln))
+        if (fut_tcp_set_nodelay(a.conn, 1) != 0 ||
+            fut_scope_fiber_spawn(&scope, conn, a.conn, NULL) != 0)
+            fut_io_close(a.conn);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int w = argc > 3 ? atoi(argv[2]) : 0, s[] = {SIGINT, SIGTERM};
+    struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};
+    struct fut_runtime *rt;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (argc < 2 || fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
+        fut_addr_parse(NULL, atoi(argv[argc - 1]), &ss, &len) ||
+        fut_tcp_listen((struct sockaddr *)&ss, len, 0, &ln) ||
+        fut_io_local_addr(ln, &ss, &len))
+        return 2; /* cannot start: what was made dies with the process */
+    dprintf(1, "listening on %d\n", fut_addr_port(&ss));
+    struct fut_shutdown sd; /* signal -> token -> 2 s grace -> cancel */
+    fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);
+    fut_shutdown_init(&sd, &scope, NULL, sig, 2000LL * 1000 * 1000);
+    int r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
+            fut_block_on(rt, &sd.base);
+    fut_drop(&scope.base);
+    fut_io_close(ln);
+    fut_runtime_free(rt);
+    fut_io_close(sig);
+    return r;
+}
