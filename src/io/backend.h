@@ -20,9 +20,8 @@
 #define FUT__RD_ERROR 0x10u   /* a pending socket error */
 #define FUT__RD_ALL 0x1fu
 
-struct fut__backend {
-    int epfd;
-};
+/* Each backend file defines its own state; the driver holds a pointer. */
+struct fut__backend;
 
 /* One fired event: the token given at registration (NULL = the driver's
  * own wake-up fd) and what became ready. */
@@ -31,9 +30,9 @@ struct fut__bevent {
     unsigned ready; /* FUT__RD_* */
 };
 
-/* Creates the backend. Returns 0 or a negative error (FUT_ENOMEM,
- * -EMFILE, ...); nothing is left open on error. */
-int fut__backend_init(struct fut__backend *b);
+/* Creates the backend into '*out'. Returns 0 or a negative error
+ * (FUT_ENOMEM, -EMFILE, ...); nothing is left open on error. */
+int fut__backend_init(struct fut__backend **out);
 void fut__backend_term(struct fut__backend *b);
 /* Registers 'fd' (token = what wait reports for it) for both directions,
  * edge-triggered, when 'on'; unregisters it when not. Returns 0 or a

@@ -9,20 +9,31 @@
 /* Events fetched per epoll_wait: the driver's array size bounds it. */
 #define WAIT_MAX 256
 
-int fut__backend_init(struct fut__backend *b)
+struct fut__backend {
+    int epfd;
+};
+
+int fut__backend_init(struct fut__backend **out)
 {
+    struct fut__backend *b = fut__alloc(sizeof *b);
+    if (!b)
+        return FUT_ENOMEM;
     int fd = fut__sys_epoll_create();
-    if (fd < 0)
+    if (fd < 0) {
+        fut__free(b, sizeof *b);
         return fd;
+    }
     b->epfd = fd;
+    *out = b;
     return 0;
 }
 
 void fut__backend_term(struct fut__backend *b)
 {
-    if (b->epfd >= 0)
-        fut__sys_close(b->epfd);
-    b->epfd = -1;
+    if (!b)
+        return;
+    fut__sys_close(b->epfd);
+    fut__free(b, sizeof *b);
 }
 
 int fut__backend_update(struct fut__backend *b, int fd, void *token, int on)

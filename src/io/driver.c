@@ -297,7 +297,7 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     }
     if (++d->tick == 0)
         d->tick = 1; /* tick 0 is "never dispatched": an fd's first state */
-    int n = fut__backend_wait(&d->be, ns, d->events, 256);
+    int n = fut__backend_wait(d->be, ns, d->events, 256);
     if (ns != 0 || notified) {
         fut__mutex_lock(&d->lock);
         d->sleep_tick = UINT64_MAX;
@@ -349,7 +349,7 @@ static void drv_free(struct fut__driver *b)
 {
     struct fut__iodrv *d = drv_of(b);
     fut__sys_close(d->evfd);
-    fut__backend_term(&d->be);
+    fut__backend_term(d->be);
     fut__mutex_destroy(&d->lock);
     fut__free(d, sizeof *d);
 }
@@ -364,12 +364,6 @@ static int drv_idle(struct fut__driver *b)
         fut__store(&d->base.undriven, 1, FUT__RELAXED);
     fut__mutex_unlock(&d->lock);
     return idle;
-}
-
-void fut__iodrv_interest(struct fut__iodrv *d)
-{
-    if (d->base.interest)
-        d->base.interest(&d->base, d->base.interest_ud);
 }
 
 static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark,
@@ -395,7 +389,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     r = d->evfd = fut__sys_eventfd();
     if (r < 0)
         goto fail_backend;
-    r = fut__backend_update(&d->be, d->evfd, NULL, 1);
+    r = fut__backend_update(d->be, d->evfd, NULL, 1);
     if (r < 0)
         goto fail_evfd;
     d->pool = fut__pool_new(cfg);
@@ -418,7 +412,7 @@ fail_pool:
 fail_evfd:
     fut__sys_close(d->evfd);
 fail_backend:
-    fut__backend_term(&d->be);
+    fut__backend_term(d->be);
 fail_alloc:
     fut__free(d, sizeof *d);
     return r;

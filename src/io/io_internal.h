@@ -113,7 +113,7 @@ struct fut__io;
 
 struct fut__iodrv {
     struct fut__driver base;
-    struct fut__backend be;
+    struct fut__backend *be; /* private to the backend's file */
     int evfd;                /* the unpark eventfd, registered, token NULL */
     fut__aword park_state;   /* IDLE / PARKED / NOTIFIED (driver.c) */
     uint32_t tick;           /* event tick; the parking thread only */
@@ -155,8 +155,14 @@ static inline int fut__iodrv_claim_interest(struct fut__iodrv *d)
 }
 
 /* Tells the scheduler (fut__driver.interest) that the driver has
- * something to wait for now. Not under d->lock. */
-void fut__iodrv_interest(struct fut__iodrv *d);
+ * something to wait for now. Not under d->lock. Inline (a call through
+ * the pointer the scheduler passed down), so that the reactor, below the
+ * driver, never calls up into driver.c. */
+static inline void fut__iodrv_interest(struct fut__iodrv *d)
+{
+    if (d->base.interest)
+        d->base.interest(&d->base, d->base.interest_ud);
+}
 
 /* -------------------------------------------------------------- reactor */
 

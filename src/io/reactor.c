@@ -81,7 +81,7 @@ static int io_register(struct fut__io *io)
     struct fut__iodrv *d = fut__iodrv_current();
     if (!d)
         return FUT_EINVAL;
-    int r = fut__backend_update(&d->be, io->fd, io, 1);
+    int r = fut__backend_update(d->be, io->fd, io, 1);
     if (r < 0)
         return r;
     fut__mutex_lock(&d->lock);
@@ -251,7 +251,7 @@ static void io_release(struct fut__io *io)
     /* Unregister explicitly: a forked child may keep the open file
      * description (and so its epoll registration) alive. */
     if (d)
-        fut__backend_update(&d->be, io->fd, io, 0);
+        fut__backend_update(d->be, io->fd, io, 0);
     if (io->restore_fl >= 0)
         fut__sys_fcntl_fl(io->fd, io->restore_fl);
     if (!io->borrowed)
