@@ -4,7 +4,6 @@
 #define FUT_IO_INTERNAL_H
 
 #include "fut/io.h"
-#include "fut/net.h"
 #include "fut/time.h"
 #include "io/backend.h"
 #include "rt/rt_internal.h"

@@ -3,6 +3,7 @@
  * freed by the job's discard. */
 #include <string.h>
 
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 

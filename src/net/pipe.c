@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 

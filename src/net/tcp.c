@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 

@@ -1,6 +1,7 @@
 /* UDP sockets: bind and connect. Datagrams move through fut_io_send_to /
  * fut_io_recv_from (stream.c), or fut_io_send / fut_io_recv once
  * connected. */
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 

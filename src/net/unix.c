@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "fut/net.h"
 #include "io/io_internal.h"
 #include "platform/sys.h"
 
