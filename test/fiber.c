@@ -360,7 +360,9 @@ static const struct fut_future_vtable never_vt = {never_poll, never_drop,
 static intptr_t cancellee(void *arg)
 {
     struct cancel_rec *c = arg;
-    c->started = 1;
+    /* Release: pairs with the driver's acquire (another worker may poll
+     * the driver on the multi-thread runtime). */
+    __atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
     struct fut_sleep s;
     fut_sleep_init(&s, 3600LL * 1000 * MS);
     c->first = fut_await(&s);
@@ -381,7 +383,7 @@ static intptr_t abort_driver(void *arg)
     struct cancel_rec *c = arg;
     struct fut_join j;
     ck_assert_int_eq(fut_fiber_spawn(NULL, cancellee, c, NULL, &j), 0);
-    while (!c->started)
+    while (!__atomic_load_n(&c->started, __ATOMIC_ACQUIRE))
         fut_fiber_yield();
     ck_assert_int_eq(fut_sleep(5 * MS), 0); /* parked in its sleep */
     fut_join_abort(&j);

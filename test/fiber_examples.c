@@ -100,7 +100,7 @@ static intptr_t idle_client(void *arg)
 {
     (void)arg;
     struct fut_io *io = dial(echo_port, 0);
-    idle_connected = 1;
+    __atomic_store_n(&idle_connected, 1, __ATOMIC_RELEASE);
     char b[16];
     struct fut_io_read rd;
     fut_io_read_init(&rd, io, b, sizeof b);
@@ -135,10 +135,10 @@ static intptr_t echo_main(void *arg)
                                          &j[i]), 0);
     for (int i = 0; i < 16; i++)
         ck_assert_int_eq(fut_fiber_join(&j[i], NULL), 0);
-    idle_connected = 0;
+    __atomic_store_n(&idle_connected, 0, __ATOMIC_RELEASE);
     ck_assert_int_eq(fut_fiber_spawn(NULL, idle_client, NULL, NULL, &idle),
                      0);
-    while (!idle_connected)
+    while (!__atomic_load_n(&idle_connected, __ATOMIC_ACQUIRE))
         fut_sleep(MS);
     fut_sleep(20 * MS); /* accepted by now */
     int st = stop_async(*c, 10);
