@@ -45,7 +45,9 @@ enum fut_errno {
     FUT_EINVAL = -EINVAL,
     FUT_EAGAIN = -EAGAIN,
     FUT_EBUSY = -EBUSY,
-    FUT_ESHUTDOWN = -ESHUTDOWN
+    FUT_ESHUTDOWN = -ESHUTDOWN,
+    FUT_ENOSYS = -ENOSYS,
+    FUT_EPERM = -EPERM
 };
 
 /* A static, human-readable description of any fut result code (own codes

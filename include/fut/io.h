@@ -41,6 +41,13 @@
 
 FUT_BEGIN_DECLS
 
+/* Why the last fut_runtime_new on this thread could not have the backend
+ * it asked for (FUT_IO_URING, or AUTO that fell back to epoll): a static
+ * sentence naming the cause (e.g. the sysctl kernel.io_uring_disabled, a
+ * seccomp filter, the multi-thread runtime), or "" when nothing failed.
+ * Thread: the calling thread's last runtime creation. */
+FUT_EXTERN const char *fut_io_backend_error(void);
+
 /* An asynchronous fd. Opaque; made by the constructors in net.h or by
  * fut_io_from_fd. */
 struct fut_io;

@@ -23,6 +23,18 @@ enum fut_rt_flavor {
     FUT_RT_MULTI_THREAD = 1    /* worker threads with work stealing */
 };
 
+/* The I/O backend of a runtime's driver (docs/io.md). The environment
+ * variable FUT_IO_BACKEND=auto|epoll|io_uring overrides the config. */
+enum fut_io_backend_kind {
+    FUT_IO_AUTO = 0,  /* io_uring when it can be had (current-thread
+                         runtime, a build with liburing, a kernel that
+                         allows it), else epoll */
+    FUT_IO_EPOLL = 1, /* readiness: epoll, edge-triggered */
+    FUT_IO_URING = 2  /* completion: io_uring; fut_runtime_new fails with
+                         FUT_ENOSYS / FUT_EPERM (fut_io_backend_error
+                         says why) when it cannot be had */
+};
+
 struct fut_rt_config {
     int flavor;           /* enum fut_rt_flavor */
     int workers;          /* multi-thread: worker count, 0 = online CPUs
@@ -47,6 +59,7 @@ struct fut_rt_config {
                              wait; 0 = 1024 */
     int64_t blocking_keepalive_ns; /* idle pool threads exit after; 0 =
                                       10 s */
+    int io_backend;       /* enum fut_io_backend_kind; 0 = AUTO */
     int64_t park_spin_ns; /* multi-thread: how long a worker that ran out of
                              work watches for a wake before it sleeps
                              (only while wakes have been coming soon after
@@ -236,6 +249,11 @@ struct fut_rt_stats {
                               0: the spin is off); in the totals the
                               largest of the workers' */
 };
+
+/* The I/O backend 'rt' runs on: "epoll" or "io_uring" ("none" for a
+ * runtime made with no_driver). Static for the runtime's life. Thread:
+ * any. See fut_io_backend_error (io.h) for why a backend was not had. */
+FUT_EXTERN const char *fut_runtime_backend(struct fut_runtime *rt);
 
 /* A snapshot of the runtime's counters, summed over its workers; readable
  * from any thread while it runs (values may be slightly stale). */

@@ -1,18 +1,38 @@
-/* The readiness backend: the one place that knows the OS's event API.
- * Four functions that *translate* (Redis aeApiPoll, libdill pollset): the
- * backend never dispatches; the driver (driver.c) decides what a fired
- * event means. The build picks the file (backend_epoll.c on Linux).
+/* The I/O backend interface: the one place that knows the OS's event API.
  *
- * Every fd is registered once, edge-triggered, for both directions: no
- * epoll_ctl per operation (the reactor tracks readiness itself).
+ * An I/O future does not ask "is this fd readable?" but asks the backend
+ * for an *operation* (struct fut__op: read, recv, write, send, writev,
+ * recvfrom, sendto, accept) and gets READY with the operation's result
+ * or PENDING. Two files implement the same table (struct fut__backend_vt):
+ *
+ *   backend_epoll.c  readiness + syscall: try the syscall, wait for an
+ *                    edge-triggered epoll event when it would block (the
+ *                    reactor's readiness word, reactor.c);
+ *   backend_uring.c  completion: the operation is an SQE on an io_uring,
+ *                    its result a CQE; what has no SQE here goes through
+ *                    a multishot POLL_ADD into the same readiness word.
+ *
+ * The driver (driver.c) picks one at runtime creation and calls it only
+ * through this table; the futures (src/net) call fut__io_submit
+ * (reactor.c), which calls the table of the fd's driver. Each backend
+ * keeps its state in its own file ('struct fut__backend' is opaque here)
+ * and its per-fd state in fut__io.bstate.
+ *
+ * Layering inside src/io: reactor.c (fd handles, readiness word) is the
+ * lowest file and reaches a backend only through this table; the backend
+ * files call down into reactor.c (dispatch, the readiness step); driver.c
+ * is above both. No file calls up.
  */
 #ifndef FUT_IO_BACKEND_H
 #define FUT_IO_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
-/* Readiness bits, as the backend reports them and the reactor stores
- * them in an fd's readiness word. */
+/* Readiness bits, as a backend reports them and the reactor stores them
+ * in an fd's readiness word. */
 #define FUT__RD_READ 0x01u    /* readable (or a connection to accept) */
 #define FUT__RD_WRITE 0x02u   /* writable (or a connect finished) */
 #define FUT__RD_RCLOSED 0x04u /* the peer will send nothing more */
@@ -20,29 +40,91 @@
 #define FUT__RD_ERROR 0x10u   /* a pending socket error */
 #define FUT__RD_ALL 0x1fu
 
-/* Each backend file defines its own state; the driver holds a pointer. */
-struct fut__backend;
-
-/* One fired event: the token given at registration (NULL = the driver's
- * own wake-up fd) and what became ready. */
-struct fut__bevent {
-    void *token;
-    unsigned ready; /* FUT__RD_* */
+/* The operations; those that read come first (fut__op_dir). */
+enum fut__op_kind {
+    FUT__OP_READ,     /* read(2) into buf */
+    FUT__OP_RECV,     /* recv(2) with flags (MSG_PEEK: nothing consumed) */
+    FUT__OP_RECVFROM, /* recvfrom(2): buf, flags; the sender to addr/alen */
+    FUT__OP_ACCEPT,   /* accept4(2) non-blocking, close-on-exec; the peer
+                         to addr/alen; result = the new fd */
+    FUT__OP_WRITE,    /* write(2) of buf (pipes, ttys, other fds) */
+    FUT__OP_SEND,     /* send(2) | MSG_NOSIGNAL of buf */
+    FUT__OP_WRITEV,   /* writev(2) of iov (non-sockets) */
+    FUT__OP_SENDV,    /* sendmsg(2) | MSG_NOSIGNAL of iov */
+    FUT__OP_SENDTO    /* sendto(2): buf, flags, to addr/'*alen' */
 };
 
-/* Creates the backend into '*out'. Returns 0 or a negative error
- * (FUT_ENOMEM, -EMFILE, ...); nothing is left open on error. */
-int fut__backend_init(struct fut__backend **out);
-void fut__backend_term(struct fut__backend *b);
-/* Registers 'fd' (token = what wait reports for it) for both directions,
- * edge-triggered, when 'on'; unregisters it when not. Returns 0 or a
- * negative error. */
-int fut__backend_update(struct fut__backend *b, int fd, void *token, int on);
-/* Waits up to 'timeout_ns' (< 0 = forever, 0 = poll; nanosecond precision
- * where the kernel has epoll_pwait2, else rounded up to milliseconds) and
- * fills at most 'max' events. Returns their number (0 on timeout or
- * EINTR) or a negative error. */
-int fut__backend_wait(struct fut__backend *b, int64_t timeout_ns,
-                      struct fut__bevent *fired, int max);
+/* One operation's arguments, built by the future for each poll (on its
+ * stack: nothing here must outlive the call). A backend that needs them
+ * longer (io_uring) copies them into memory it owns. */
+struct fut__op {
+    int kind;                /* enum fut__op_kind */
+    int flags;               /* MSG_* for recv/send/recvfrom/sendto */
+    void *buf;               /* data to read into or write from */
+    size_t len;
+    const struct iovec *iov; /* WRITEV/SENDV */
+    int iovcnt;
+    struct sockaddr *addr;   /* RECVFROM/ACCEPT: out; SENDTO: in */
+    socklen_t *alen;         /* in/out length of addr */
+    size_t want;             /* readiness: bytes asked for, for the
+                                short-transfer rule (0: no rule) */
+};
+
+/* Direction of an operation: the fd's reader or writer slot. */
+static inline unsigned fut__op_dir(const struct fut__op *op)
+{
+    return op->kind < FUT__OP_WRITE ? 1u /* FUT__DIR_READ */
+                                    : 2u /* FUT__DIR_WRITE */;
+}
+
+struct fut__backend;
+struct fut__io;
+struct fut_context;
+
+struct fut__backend_vt {
+    const char *name; /* "epoll", "io_uring" */
+    /* Creates the backend; 'wakefd' is the driver's unpark eventfd, which
+     * the backend watches (a wait that sees it written reports 'woken').
+     * Returns 0 with '*out' set, or a negative error with nothing left
+     * open. */
+    int (*create)(struct fut__backend **out, int wakefd);
+    void (*destroy)(struct fut__backend *b);
+    /* Runs or continues 'op' on 'io' for the task in 'cx' (the polling
+     * thread). Returns FUT_READY with '*res' = the result (>= 0 or
+     * -errno; never -EAGAIN or -EINTR) or FUT_PENDING once cx's waker is
+     * in io's slot for the op's direction. */
+    int (*op)(struct fut__backend *b, struct fut__io *io,
+              const struct fut__op *op, struct fut_context *cx, long *res);
+    /* The future of the op in direction 'dir' was dropped while PENDING
+     * (its waker is already out of the slot). Any thread, one at a time
+     * with the polling thread. May be NULL. */
+    void (*op_drop)(struct fut__backend *b, struct fut__io *io,
+                    unsigned dir);
+    /* Registers 'io' for readiness events (the first time a readiness
+     * wait needs them; under io's lock). Returns 0 or a negative error. */
+    int (*watch)(struct fut__backend *b, struct fut__io *io);
+    /* The last handle of a registered 'io' is closing, before its fd is
+     * closed (any thread). May be NULL. */
+    void (*unwatch)(struct fut__backend *b, struct fut__io *io);
+    /* 'io' is about to be freed (driver turn or shutdown): nothing the
+     * backend keeps may point to it afterwards. May be NULL. */
+    void (*forget)(struct fut__backend *b, struct fut__io *io);
+    /* Submits what is queued, waits up to 'timeout_ns' (< 0 = forever,
+     * 0 = do not block), and delivers what happened: readiness through
+     * fut__io_dispatch with 'tick', completions to their ops (waking the
+     * fds' waiters). Returns the number of fd events delivered; '*woken'
+     * = 1 when the wake fd fired. */
+    int (*wait)(struct fut__backend *b, int64_t timeout_ns, uint32_t tick,
+                int *woken);
+};
+
+extern const struct fut__backend_vt fut__backend_epoll;
+#ifdef FUT_HAVE_URING
+extern const struct fut__backend_vt fut__backend_uring;
+/* Probes io_uring: 0 when a ring with the features backend_uring.c uses
+ * can be set up here, else the error (-ENOSYS, -EPERM, ...) with a
+ * static sentence naming the likely cause in '*why'. */
+int fut__uring_probe(const char **why);
+#endif
 
 #endif /* FUT_IO_BACKEND_H */

@@ -1,5 +1,6 @@
 /* The driver: what a scheduler parks in. One per runtime. It owns the
- * epoll backend, the unpark eventfd, the timer wheel and clock, the list
+ * I/O backend (epoll or io_uring, chosen here: see pick_backend), the
+ * unpark eventfd, the timer wheel and clock, the list
  * of registered fds and the blocking pool.
  *
  * Rules:
@@ -31,6 +32,7 @@
  * wake local tasks through their queues), so a wake found by dispatch
  * costs no eventfd write.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/driver.h"
@@ -285,7 +287,7 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
         fut__store(&d->base.undriven, 0, FUT__RELAXED);
     }
     fut__mutex_unlock(&d->lock);
-    fut__io_reap(dead);
+    fut__io_reap(d, dead);
 
     int notified = 0;
     if (ns != 0) {
@@ -297,7 +299,7 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     }
     if (++d->tick == 0)
         d->tick = 1; /* tick 0 is "never dispatched": an fd's first state */
-    int n = fut__backend_wait(d->be, ns, d->events, 256);
+    int real = d->bvt->wait(d->be, ns, d->tick, &notified);
     if (ns != 0 || notified) {
         fut__mutex_lock(&d->lock);
         d->sleep_tick = UINT64_MAX;
@@ -307,15 +309,6 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
         notified |= fut__swap(&d->park_state, IDLE, FUT__ACQ_REL) ==
                     NOTIFIED;
 
-    int real = 0;
-    for (int i = 0; i < n; i++) {
-        if (!d->events[i].token) {
-            notified = 1; /* the unpark eventfd */
-            continue;
-        }
-        real++;
-        fut__io_dispatch(d->events[i].token, d->events[i].ready, d->tick);
-    }
     int fired = fire_timers(d, tick_at(d, fut__iodrv_now(d)));
     if (may_advance && !real && !notified && !fired)
         auto_advance(d);
@@ -340,7 +333,7 @@ static void drv_shutdown(struct fut__driver *b)
     fut__pool_free(d->pool);
     d->pool = NULL;
     fut__io_detach_all(d);
-    fut__io_reap(d->release);
+    fut__io_reap(d, d->release);
     d->release = NULL;
     kill_timers(d);
 }
@@ -348,8 +341,8 @@ static void drv_shutdown(struct fut__driver *b)
 static void drv_free(struct fut__driver *b)
 {
     struct fut__iodrv *d = drv_of(b);
+    d->bvt->destroy(d->be);
     fut__sys_close(d->evfd);
-    fut__backend_term(d->be);
     fut__mutex_destroy(&d->lock);
     fut__free(d, sizeof *d);
 }
@@ -364,6 +357,74 @@ static int drv_idle(struct fut__driver *b)
         fut__store(&d->base.undriven, 1, FUT__RELAXED);
     fut__mutex_unlock(&d->lock);
     return idle;
+}
+
+/* ------------------------------------------------------ backend choice */
+
+/* The backend asked for: FUT_IO_BACKEND (auto|epoll|io_uring) overrides
+ * cfg->io_backend. FUT_EINVAL for an unknown name or value. */
+static int asked_backend(const struct fut_rt_config *cfg, int *kind)
+{
+    *kind = cfg->io_backend;
+    const char *env = getenv("FUT_IO_BACKEND");
+    if (env && *env) {
+        if (!strcmp(env, "auto"))
+            *kind = FUT_IO_AUTO;
+        else if (!strcmp(env, "epoll"))
+            *kind = FUT_IO_EPOLL;
+        else if (!strcmp(env, "io_uring"))
+            *kind = FUT_IO_URING;
+        else
+            return FUT_EINVAL;
+    }
+    if (*kind != FUT_IO_AUTO && *kind != FUT_IO_EPOLL &&
+        *kind != FUT_IO_URING)
+        return FUT_EINVAL;
+    return 0;
+}
+
+static _Thread_local const char *backend_why;
+
+const char *fut_io_backend_error(void)
+{
+    return backend_why ? backend_why : "";
+}
+
+/* AUTO: io_uring when this build has it, the runtime is current-thread
+ * (one ring per worker is not done yet) and a probe ring with the
+ * features backend_uring.c uses can be set up; else epoll. An explicit
+ * io_uring that cannot be had fails (never a silent fallback). */
+static int pick_backend(const struct fut_rt_config *cfg,
+                        const struct fut__backend_vt **out)
+{
+    int kind;
+    int r = asked_backend(cfg, &kind);
+    if (r < 0) {
+        backend_why = "FUT_IO_BACKEND or io_backend: unknown backend";
+        return r;
+    }
+    *out = &fut__backend_epoll;
+    if (kind == FUT_IO_EPOLL)
+        return 0;
+#ifdef FUT_HAVE_URING
+    if (cfg->flavor != FUT_RT_CURRENT_THREAD) {
+        backend_why = "io_uring: the multi-thread runtime has no per-worker "
+                      "rings yet (use the current-thread runtime or epoll)";
+        return kind == FUT_IO_URING ? FUT_ENOSYS : 0;
+    }
+    const char *why = NULL;
+    r = fut__uring_probe(&why);
+    if (r == 0) {
+        *out = &fut__backend_uring;
+        return 0;
+    }
+    backend_why = why;
+    return kind == FUT_IO_URING ? r : 0;
+#else
+    backend_why = "io_uring: this build of fut has no io_uring backend "
+                  "(configured with FUT_URING=OFF or without liburing)";
+    return kind == FUT_IO_URING ? FUT_ENOSYS : 0;
+#endif
 }
 
 static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark,
@@ -383,19 +444,20 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     memset(d, 0, sizeof *d);
     d->base.vt = &drv_vt;
     fut__aword_init(&d->base.undriven, 0);
-    int r = fut__backend_init(&d->be);
+    int r = d->evfd = fut__sys_eventfd();
     if (r < 0)
         goto fail_alloc;
-    r = d->evfd = fut__sys_eventfd();
-    if (r < 0)
-        goto fail_backend;
-    r = fut__backend_update(d->be, d->evfd, NULL, 1);
+    r = pick_backend(cfg, &d->bvt);
     if (r < 0)
         goto fail_evfd;
+    r = d->bvt->create(&d->be, d->evfd);
+    if (r < 0)
+        goto fail_evfd;
+    d->base.backend = d->bvt->name;
     d->pool = fut__pool_new(cfg);
     r = FUT_ENOMEM;
     if (!d->pool)
-        goto fail_evfd;
+        goto fail_backend;
     if (fut__mutex_init(&d->lock) != 0)
         goto fail_pool;
     fut__aword_init(&d->park_state, IDLE);
@@ -409,10 +471,10 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     return 0;
 fail_pool:
     fut__pool_free(d->pool);
+fail_backend:
+    d->bvt->destroy(d->be);
 fail_evfd:
     fut__sys_close(d->evfd);
-fail_backend:
-    fut__backend_term(d->be);
 fail_alloc:
     fut__free(d, sizeof *d);
     return r;

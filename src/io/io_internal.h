@@ -112,8 +112,9 @@ struct fut__io;
 
 struct fut__iodrv {
     struct fut__driver base;
-    struct fut__backend *be; /* private to the backend's file */
-    int evfd;                /* the unpark eventfd, registered, token NULL */
+    const struct fut__backend_vt *bvt; /* the backend chosen at creation */
+    struct fut__backend *be; /* its state, private to its file */
+    int evfd;                /* the unpark eventfd, watched by the backend */
     fut__aword park_state;   /* IDLE / PARKED / NOTIFIED (driver.c) */
     uint32_t tick;           /* event tick; the parking thread only */
     int paused;              /* virtual clock (static after creation) */
@@ -126,7 +127,6 @@ struct fut__iodrv {
     struct fut__io *ios;     /* registered fds */
     struct fut__io *release; /* closed fds, freed at the next turn */
     struct fut__pool *pool;  /* the blocking pool */
-    struct fut__bevent events[256];
 };
 
 /* The driver of the runtime running on this thread, or NULL. */
@@ -203,6 +203,8 @@ struct fut__io {
     int restore_fl;              /* file status flags for close, or -1 */
     int borrowed;                /* 1: close leaves the fd open (stdio) */
     int nodelay;                 /* TCP_NODELAY set (cached) */
+    void *bstate[3];             /* the backend's per-fd state (its file
+                                    says what; the polling thread) */
     struct fut_io h, hr, hw;     /* the full handle and the two halves */
 };
 
@@ -219,26 +221,43 @@ int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
                   uint32_t *tick);
 /* Clears 'bits' unless an event newer than 'tick' landed (ABA guard). */
 void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
-/* Drops the waker registered for 'dir' (a future's drop). */
+/* Drops the waker registered for 'dir' (a future's drop), and tells the
+ * backend (op_drop). */
 void fut__io_unwait(struct fut__io *io, unsigned dir);
-/* Records an event (driver). */
+/* Records an event (backend wait). */
 void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick);
-/* Frees what a closed io left on d's release list (driver, each turn). */
-void fut__io_reap(struct fut__io *list);
+/* Wakes (takes out and wakes) the waker in 'dir' (completion backends). */
+void fut__io_wake(struct fut__io *io, unsigned dir);
+/* Frees what a closed io left on d's release list (driver, each turn),
+ * after the backend forgot each. */
+void fut__io_reap(struct fut__iodrv *d, struct fut__io *list);
 /* Detaches every registered io from a driver being freed. */
 void fut__io_detach_all(struct fut__iodrv *d);
 
-/* Runs one readiness-driven syscall: a common helper of the socket
- * futures. 'op' makes the call and returns its result (>= 0 or -errno).
- * Handles coop, EINTR, EAGAIN
- * (clear + wait) and the short-transfer rule (a short read or write
- * clears readiness: the kernel buffer was drained or filled). */
-typedef long (*fut__io_op)(int fd, void *ud);
-/* Returns FUT_READY with '*res' = the syscall's result (or the reactor's
- * error), or FUT_PENDING. 'want' = bytes asked for (0: no short-transfer
- * rule, e.g. peek, accept, datagrams). */
-int fut__io_do(struct fut__io *io, unsigned dir, struct fut_context *cx,
-               fut__io_op op, void *ud, size_t want, long *res);
+/* The readiness step of an operation (the epoll backend's 'op', and the
+ * io_uring backend's for what it has no SQE for): try the syscall of
+ * 'op' when the fd may be ready, wait for readiness when it would block.
+ * Handles coop, EINTR, EAGAIN (clear + wait) and the short-transfer rule
+ * (a short read or write on a stream clears readiness: the kernel buffer
+ * was drained or filled). 'b' is unused (the backend table's shape).
+ * Returns FUT_READY with '*res' = the syscall's result (or the reactor's
+ * error), or FUT_PENDING. */
+int fut__io_do(struct fut__backend *b, struct fut__io *io,
+               const struct fut__op *op, struct fut_context *cx, long *res);
+
+/* Runs 'op' on 'io' for the task in 'cx' through the backend of this
+ * thread's driver (backend.h, 'op'): FUT_READY with '*res', or
+ * FUT_PENDING. Without a driver on this thread the syscall is tried, and
+ * an op that would block completes with FUT_EINVAL (io.h's rule). */
+static inline int fut__io_submit(struct fut__io *io,
+                                 const struct fut__op *op,
+                                 struct fut_context *cx, long *res)
+{
+    struct fut__iodrv *d = fut__iodrv_current();
+    if (FUT_UNLIKELY(!d))
+        return fut__io_do(NULL, io, op, cx, res);
+    return d->bvt->op(d->be, io, op, cx, res);
+}
 
 /* The core of a public handle; NULL-safe. */
 static inline struct fut__io *fut__io_core(const struct fut_io *h)

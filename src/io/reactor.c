@@ -81,7 +81,7 @@ static int io_register(struct fut__io *io)
     struct fut__iodrv *d = fut__iodrv_current();
     if (!d)
         return FUT_EINVAL;
-    int r = fut__backend_update(d->be, io->fd, io, 1);
+    int r = d->bvt->watch(d->be, io);
     if (r < 0)
         return r;
     fut__mutex_lock(&d->lock);
@@ -161,8 +161,22 @@ void fut__io_unwait(struct fut__io *io, unsigned dir)
     struct fut_waker *slot = dir == FUT__DIR_READ ? &io->rd : &io->wr;
     w = *slot;
     slot->vt = NULL;
+    struct fut__iodrv *d = io->drv;
     fut__mutex_unlock(&io->lock);
     fut_waker_drop(&w);
+    if (d && d->bvt->op_drop)
+        d->bvt->op_drop(d->be, io, dir);
+}
+
+void fut__io_wake(struct fut__io *io, unsigned dir)
+{
+    fut__mutex_lock(&io->lock);
+    struct fut_waker *slot = dir == FUT__DIR_READ ? &io->rd : &io->wr;
+    struct fut_waker w = *slot;
+    slot->vt = NULL;
+    fut__mutex_unlock(&io->lock);
+    if (fut_waker_is_set(&w))
+        fut_waker_wake(&w);
 }
 
 void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
@@ -197,10 +211,12 @@ static void io_free(struct fut__io *io)
     fut__free(io, sizeof *io);
 }
 
-void fut__io_reap(struct fut__io *list)
+void fut__io_reap(struct fut__iodrv *d, struct fut__io *list)
 {
     while (list) {
         struct fut__io *next = list->next;
+        if (d->bvt->forget)
+            d->bvt->forget(d->be, list);
         io_free(list);
         list = next;
     }
@@ -250,8 +266,8 @@ static void io_release(struct fut__io *io)
     fut__mutex_unlock(&io->lock);
     /* Unregister explicitly: a forked child may keep the open file
      * description (and so its epoll registration) alive. */
-    if (d)
-        fut__backend_update(d->be, io->fd, io, 0);
+    if (d && d->bvt->unwatch)
+        d->bvt->unwatch(d->be, io);
     if (io->restore_fl >= 0)
         fut__sys_fcntl_fl(io->fd, io->restore_fl);
     if (!io->borrowed)
@@ -359,11 +375,45 @@ int fut_io_from_fd(int fd, struct fut_io **out)
     return 0;
 }
 
+/* The syscall of an operation. */
+static long op_syscall(int fd, const struct fut__op *op)
+{
+    switch (op->kind) {
+    case FUT__OP_READ:
+        return fut__sys_read(fd, op->buf, op->len);
+    case FUT__OP_RECV:
+        return fut__sys_recv(fd, op->buf, op->len, op->flags);
+    case FUT__OP_WRITE:
+        return fut__sys_write(fd, op->buf, op->len);
+    case FUT__OP_SEND:
+        return fut__sys_send(fd, op->buf, op->len, op->flags);
+    case FUT__OP_WRITEV:
+        return fut__sys_writev(fd, op->iov, op->iovcnt);
+    case FUT__OP_SENDV:
+        return fut__sys_sendv(fd, op->iov, op->iovcnt);
+    case FUT__OP_RECVFROM:
+        *op->alen = sizeof(struct sockaddr_storage);
+        return fut__sys_recvfrom(fd, op->buf, op->len, op->flags, op->addr,
+                                 op->alen);
+    case FUT__OP_SENDTO:
+        return fut__sys_sendto(fd, op->buf, op->len, op->flags, op->addr,
+                               *op->alen);
+    case FUT__OP_ACCEPT:
+        *op->alen = sizeof(struct sockaddr_storage);
+        return fut__sys_accept(fd, op->addr, op->alen);
+    default:
+        return FUT_EINVAL;
+    }
+}
+
 /* ------------------------------------------------------- the I/O step */
 
-int fut__io_do(struct fut__io *io, unsigned dir, struct fut_context *cx,
-               fut__io_op op, void *ud, size_t want, long *res)
+int fut__io_do(struct fut__backend *b, struct fut__io *io,
+               const struct fut__op *op, struct fut_context *cx, long *res)
 {
+    (void)b;
+    unsigned dir = fut__op_dir(op);
+    size_t want = op->want;
     for (;;) {
         uint32_t tick;
         int r = fut__io_ready(io, dir, cx, &tick);
@@ -376,7 +426,7 @@ int fut__io_do(struct fut__io *io, unsigned dir, struct fut_context *cx,
         if (!fut_coop_proceed(cx))
             return FUT_PENDING;
         fut__sys_shortened = 0;
-        long n = op(io->fd, ud);
+        long n = op_syscall(io->fd, op);
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN || n == -EWOULDBLOCK) {

@@ -30,18 +30,6 @@ int fut_signal_open(const int *sigs, int n, struct fut_io **out)
     return r;
 }
 
-static long op_signal(int fd, void *ud)
-{
-    struct fut_signal_recv *f = ud;
-    struct signalfd_siginfo si;
-    ssize_t n = fut__sys_read(fd, &si, sizeof si);
-    if (n == (ssize_t)sizeof si)
-        f->signo = (int)si.ssi_signo;
-    else if (n >= 0)
-        n = -EIO; /* a signalfd reads whole records or nothing */
-    return n;
-}
-
 /* One receive step: FUT_READY with f->result / f->signo set. */
 static int signal_step(struct fut_signal_recv *f, struct fut_context *cx)
 {
@@ -52,13 +40,21 @@ static int signal_step(struct fut_signal_recv *f, struct fut_context *cx)
         f->result = FUT_EINVAL;
         return FUT_READY;
     }
+    /* The record lands in 'si' only inside the call that returns READY
+     * (a completion backend reads into its own buffer and copies). */
+    struct signalfd_siginfo si;
+    struct fut__op op = {.kind = FUT__OP_READ, .buf = &si,
+                         .len = sizeof si};
     long res;
-    if (fut__io_do(io, FUT__DIR_READ, cx, op_signal, f, 0, &res) ==
-        FUT_PENDING) {
+    if (fut__io_submit(io, &op, cx, &res) == FUT_PENDING) {
         f->waiting = 1;
         return FUT_PENDING;
     }
     f->waiting = 0;
+    if (res == (long)sizeof si)
+        f->signo = (int)si.ssi_signo;
+    else if (res >= 0)
+        res = -EIO; /* a signalfd reads whole records or nothing */
     f->result = res < 0 ? (int)res : 0;
     return FUT_READY;
 }

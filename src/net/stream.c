@@ -1,8 +1,9 @@
 /* The byte-moving futures over any fut_io: read, peek, recv, write, send,
- * writev, write_all, recv_from, send_to. Each poll is one step of
- * fut__io_do (reactor.c): readiness check, syscall, EAGAIN -> clear and
- * wait. A future that returned PENDING may have its waker in the fd's
- * slot ('waiting'); its drop takes it out (C11). */
+ * writev, write_all, recv_from, send_to. Each poll describes its
+ * operation (struct fut__op, io/backend.h) and asks the backend for it
+ * (fut__io_submit): READY with the result, or PENDING. A future that
+ * returned PENDING may have its waker in the fd's slot ('waiting'); its
+ * drop takes it out (C11) and tells the backend. */
 #include <limits.h>
 #include <string.h>
 
@@ -32,19 +33,6 @@ static int finish(int step, int *waiting, ssize_t *result, long res)
 
 /* ------------------------------------------------------------------ read */
 
-static long op_read(int fd, void *ud)
-{
-    struct fut_io_read *f = ud;
-    switch (f->op) {
-    case OP_PEEK:
-        return fut__sys_recv(fd, f->buf, f->len, f->flags | MSG_PEEK);
-    case OP_RECV:
-        return fut__sys_recv(fd, f->buf, f->len, f->flags);
-    default:
-        return fut__sys_read(fd, f->buf, f->len);
-    }
-}
-
 static int read_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_io_read *f = (struct fut_io_read *)fb;
@@ -59,9 +47,14 @@ static int read_poll(struct fut_future *fb, struct fut_context *cx)
     }
     /* A datagram may be shorter than the buffer without draining the
      * socket, and a peek drains nothing: no short-transfer rule. */
-    size_t want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
+    struct fut__op op = {.kind = f->op == OP_READ ? FUT__OP_READ : FUT__OP_RECV,
+                         .flags = f->op == OP_PEEK ? f->flags | MSG_PEEK
+                                                   : f->flags,
+                         .buf = f->buf,
+                         .len = f->len};
+    op.want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
     long res;
-    int step = fut__io_do(io, FUT__DIR_READ, cx, op_read, f, want, &res);
+    int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
                                                        : FUT_PENDING;
 }
@@ -126,20 +119,27 @@ static int is_socket(const struct fut__io *io)
     return io->kind == FUT__IO_STREAM || io->kind == FUT__IO_DGRAM;
 }
 
-static long op_write(int fd, void *ud)
+/* The operation of a write future on 'io'. */
+static struct fut__op write_op(const struct fut_io_write *f,
+                               const struct fut__io *io, size_t want)
 {
-    struct fut_io_write *f = ud;
-    int sock = is_socket(f->io->core);
+    int sock = is_socket(io);
+    struct fut__op op = {.buf = (void *)f->buf, .len = f->len,
+                         .want = want};
     switch (f->op) {
     case OP_SEND:
-        return fut__sys_send(fd, f->buf, f->len, f->flags);
+        op.kind = FUT__OP_SEND;
+        op.flags = f->flags;
+        break;
     case OP_WRITEV:
-        return sock ? fut__sys_sendv(fd, f->iov, f->iovcnt)
-                    : fut__sys_writev(fd, f->iov, f->iovcnt);
+        op.kind = sock ? FUT__OP_SENDV : FUT__OP_WRITEV;
+        op.iov = f->iov;
+        op.iovcnt = f->iovcnt;
+        break;
     default:
-        return sock ? fut__sys_send(fd, f->buf, f->len, 0)
-                    : fut__sys_write(fd, f->buf, f->len);
+        op.kind = sock ? FUT__OP_SEND : FUT__OP_WRITE;
     }
+    return op;
 }
 
 static int write_poll(struct fut_future *fb, struct fut_context *cx)
@@ -164,8 +164,9 @@ static int write_poll(struct fut_future *fb, struct fut_context *cx)
     }
     if (io->kind == FUT__IO_DGRAM)
         want = 0;
+    struct fut__op op = write_op(f, io, want);
     long res;
-    int step = fut__io_do(io, FUT__DIR_WRITE, cx, op_write, f, want, &res);
+    int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
                                                        : FUT_PENDING;
 }
@@ -227,15 +228,6 @@ void fut_io_writev_init(struct fut_io_write *f, struct fut_io *io,
 
 /* ------------------------------------------------------------- write_all */
 
-static long op_write_all(int fd, void *ud)
-{
-    struct fut_io_write_all *f = ud;
-    const char *p = (const char *)f->buf + f->done;
-    if (is_socket(f->io->core))
-        return fut__sys_send(fd, p, f->len - f->done, 0);
-    return fut__sys_write(fd, p, f->len - f->done);
-}
-
 static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_io_write_all *f = (struct fut_io_write_all *)fb;
@@ -246,8 +238,11 @@ static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
     }
     while (f->done < f->len) {
         long res;
-        if (fut__io_do(io, FUT__DIR_WRITE, cx, op_write_all, f,
-                       f->len - f->done, &res) == FUT_PENDING) {
+        size_t left = f->len - f->done;
+        struct fut__op op = {
+            .kind = is_socket(io) ? FUT__OP_SEND : FUT__OP_WRITE,
+            .buf = (char *)f->buf + f->done, .len = left, .want = left};
+        if (fut__io_submit(io, &op, cx, &res) == FUT_PENDING) {
             f->waiting = 1;
             return FUT_PENDING;
         }
@@ -291,14 +286,6 @@ void fut_io_write_all_init(struct fut_io_write_all *f, struct fut_io *io,
 
 /* ------------------------------------------------------------- recv_from */
 
-static long op_recv_from(int fd, void *ud)
-{
-    struct fut_io_recv_from *f = ud;
-    f->addrlen = sizeof f->addr;
-    return fut__sys_recvfrom(fd, f->buf, f->len, f->flags,
-                             (struct sockaddr *)&f->addr, &f->addrlen);
-}
-
 static int recv_from_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_io_recv_from *f = (struct fut_io_recv_from *)fb;
@@ -307,8 +294,12 @@ static int recv_from_poll(struct fut_future *fb, struct fut_context *cx)
         f->result = FUT_EINVAL;
         return FUT_READY;
     }
+    struct fut__op op = {.kind = FUT__OP_RECVFROM, .flags = f->flags,
+                         .buf = f->buf, .len = f->len,
+                         .addr = (struct sockaddr *)&f->addr,
+                         .alen = &f->addrlen};
     long res;
-    int step = fut__io_do(io, FUT__DIR_READ, cx, op_recv_from, f, 0, &res);
+    int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
                                                        : FUT_PENDING;
 }
@@ -343,13 +334,6 @@ void fut_io_recv_from_init(struct fut_io_recv_from *f, struct fut_io *io,
 
 /* --------------------------------------------------------------- send_to */
 
-static long op_send_to(int fd, void *ud)
-{
-    struct fut_io_send_to *f = ud;
-    return fut__sys_sendto(fd, f->buf, f->len, f->flags,
-                           (const struct sockaddr *)&f->addr, f->addrlen);
-}
-
 static int send_to_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_io_send_to *f = (struct fut_io_send_to *)fb;
@@ -358,8 +342,12 @@ static int send_to_poll(struct fut_future *fb, struct fut_context *cx)
         f->result = FUT_EINVAL;
         return FUT_READY;
     }
+    struct fut__op op = {.kind = FUT__OP_SENDTO, .flags = f->flags,
+                         .buf = (void *)f->buf, .len = f->len,
+                         .addr = (struct sockaddr *)&f->addr,
+                         .alen = &f->addrlen};
     long res;
-    int step = fut__io_do(io, FUT__DIR_WRITE, cx, op_send_to, f, 0, &res);
+    int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
                                                        : FUT_PENDING;
 }

@@ -160,13 +160,6 @@ int fut_unix_listen(const char *path, int backlog, struct fut_io **out)
 
 /* --------------------------------------------------------------- accept */
 
-static long op_accept(int fd, void *ud)
-{
-    struct fut_accept *a = ud;
-    a->peerlen = sizeof a->peer;
-    return fut__sys_accept(fd, (struct sockaddr *)&a->peer, &a->peerlen);
-}
-
 /* Network errors Linux passes on from the new socket (accept(2)): retry
  * as if nothing happened. */
 static int accept_retry(long e)
@@ -236,8 +229,10 @@ static int accept_step(struct fut_accept *a, struct fut_context *cx)
     }
     for (;;) {
         long res;
-        if (fut__io_do(io, FUT__DIR_READ, cx, op_accept, a, 0, &res) ==
-            FUT_PENDING) {
+        struct fut__op op = {.kind = FUT__OP_ACCEPT,
+                             .addr = (struct sockaddr *)&a->peer,
+                             .alen = &a->peerlen};
+        if (fut__io_submit(io, &op, cx, &res) == FUT_PENDING) {
             a->waiting = 1;
             return FUT_PENDING;
         }

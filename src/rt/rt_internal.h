@@ -142,6 +142,8 @@ struct fut__driver {
      * 'idle'. Called from the thread that registers or arms. */
     void (*interest)(struct fut__driver *d, void *ud);
     void *interest_ud;
+    /* The I/O backend's name ("epoll", "io_uring"); static. */
+    const char *backend;
 };
 
 struct fut__sched {

@@ -121,6 +121,12 @@ int fut_spawn_local_at(const struct fut_future *f, size_t size,
     return rt->sched->vt->spawn(rt->sched, f, size, join, 1, file, line);
 }
 
+const char *fut_runtime_backend(struct fut_runtime *rt)
+{
+    struct fut__driver *d = rt->sched->driver;
+    return d && d->backend ? d->backend : "none";
+}
+
 void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 {
     FUT_ARG_VOID(rt, "'rt' is NULL");
