@@ -123,14 +123,13 @@ int fut_spawn_local_at(const struct fut_future *f, size_t size,
 
 const char *fut_runtime_backend(struct fut_runtime *rt)
 {
+    FUT_ARG_OR(rt, "'rt' is NULL", "none");
     struct fut__driver *d = rt->sched->driver;
     return d && d->backend ? d->backend : "none";
 }
 
 void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 {
-    FUT_ARG_VOID(rt, "'rt' is NULL");
-    FUT_ARG_VOID(out, "'out' is NULL");
     FUT_ARG_VOID(rt, "'rt' is NULL");
     FUT_ARG_VOID(out, "'out' is NULL");
     memset(out, 0, sizeof *out);
