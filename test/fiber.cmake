@@ -8,12 +8,12 @@ fut_check_test(fiber CASES ${FIBER_CASES}
   MT_CASES basic await_kinds channels io_echo cancel_abort cancel_unstarted
     cancel_scope scope_fail_fast dump threads_migrate
   VALGRIND_CASES basic channels cancel_abort cancel_scope
-  TIMEOUT 120)
+  TIMEOUT 120 BACKENDS)
 
 # The fiber examples as child processes (needs the examples).
 if(FUT_BUILD_EXAMPLES)
   fut_check_test(fiber_examples CASES echo chat MT_CASES echo chat
-    TIMEOUT 120)
+    TIMEOUT 120 BACKENDS)
   target_compile_definitions(test_fiber_examples PRIVATE
     FUT_ECHO_FIBER="$<TARGET_FILE:echo_fiber>"
     FUT_CHAT_FIBER="$<TARGET_FILE:chat_fiber>")

@@ -1,1 +1,1 @@
-fut_check_test(io_blocking CASES pool keepalive fs MT_CASES fs)
+fut_check_test(io_blocking CASES pool keepalive fs MT_CASES fs BACKENDS)

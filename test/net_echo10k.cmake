@@ -1,1 +1,1 @@
-fut_check_test(net_echo10k CASES echo10k TIMEOUT 200)
+fut_check_test(net_echo10k CASES echo10k TIMEOUT 200 BACKENDS)

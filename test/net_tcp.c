@@ -737,8 +737,15 @@ static int check_read(void *ud, int k)
      * readable (nothing consumed and lost). */
     if (k == 0)
         return H.rd.result == 4 ? 0 : 1;
+    /* Through fut, outside any runtime: a completion backend may have
+     * taken the bytes off the socket, and must have kept them for the
+     * next reader (the fd's spill). */
     char tmp[8];
-    return read(fut_io_fd(H.a), tmp, sizeof tmp) == 4 ? 0 : 1;
+    struct fut_io_read rd;
+    fut_io_read_init(&rd, H.a, tmp, sizeof tmp);
+    if (fut_block_on(NULL, &rd.base) != 0)
+        return 1;
+    return rd.result == 4 ? 0 : 1;
 }
 
 START_TEST(drop_read_cancel_safe)
@@ -809,11 +816,13 @@ static int check_accept(void *ud, int k)
         ok = A.acc.result == 0;
         fut_io_close(A.acc.conn);
     } else {
-        /* The connection must still be there. */
-        int fd = accept(fut_io_fd(A.l), NULL, NULL);
-        ok = fd >= 0;
-        if (fd >= 0)
-            close(fd);
+        /* The connection must still be there, for the next accept (through
+         * fut: a completion backend may hold it for the listener). */
+        struct fut_accept acc;
+        fut_accept_init(&acc, A.l);
+        ok = fut_block_on(NULL, &acc.base) == 0 && acc.result == 0;
+        if (ok)
+            fut_io_close(acc.conn);
     }
     close(A.client);
     return ok ? 0 : 1;
@@ -831,12 +840,16 @@ START_TEST(drop_accept_cancel_safe)
 }
 END_TEST
 
-/* write_all loses data: dropped midway, exactly 'done' bytes went out. */
+/* write_all loses data: dropped midway, exactly 'done' bytes went out
+ * (epoll); on io_uring the write in flight at the drop is cancelled, and
+ * what the kernel sent of it before the cancel (at most one op's copy,
+ * 64 KiB) went out too, uncounted (docs/io.md). */
 static struct {
     struct fut_io *a, *b;
     struct fut_io_write_all w;
     unsigned char *data;
     size_t len;
+    int uring;
 } W;
 
 static size_t drained;
@@ -879,6 +892,7 @@ static struct fut_future *make_write_all(void *ud, struct fut_runtime *rt)
     (void)ud;
     drained = 0;
     drain_all();
+    W.uring = strcmp(fut_runtime_backend(rt), "io_uring") == 0;
     struct drain_later d;
     fut_future_init(&d.base, &drain_vt);
     ASSERT_EQ(fut_spawn(rt, &d, sizeof d, NULL), 0);
@@ -893,7 +907,8 @@ static int check_write_all(void *ud, int k)
      * socket is exactly what write_all says went out ('done'); a drop
      * midway loses the rest (loses-data), and 'done' says how much. */
     size_t got = drained + drain_all();
-    if (got != W.w.done)
+    if (W.uring && k != 0 ? got < W.w.done || got > W.w.done + 65536
+                          : got != W.w.done)
         return 1;
     if (k == 0)
         return W.w.result == (ssize_t)W.len && W.w.done == W.len ? 0 : 1;

@@ -1,2 +1,2 @@
 fut_check_test(net_tcp CASES echo connect stream backoff faults cancel
-  MT_CASES backoff cancel)
+  MT_CASES backoff cancel BACKENDS EPOLL_ONLY backoff faults)

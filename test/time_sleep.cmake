@@ -1,2 +1,2 @@
 fut_check_test(time_sleep CASES sleep timeout paused interval million harness
-  MT_CASES sleep timeout interval)
+  MT_CASES sleep timeout interval BACKENDS)

@@ -40,6 +40,24 @@
 #define FUT__RD_ERROR 0x10u   /* a pending socket error */
 #define FUT__RD_ALL 0x1fu
 
+/* FUT__RD_* bits of a poll(2) event mask (also epoll's: the same bits). */
+static inline unsigned fut__rd_of_poll(uint32_t e)
+{
+    unsigned r = 0;
+    if (e & (0x001u | 0x002u)) /* POLLIN | POLLPRI */
+        r |= FUT__RD_READ;
+    if (e & 0x004u) /* POLLOUT */
+        r |= FUT__RD_WRITE;
+    if (e & 0x2000u) /* POLLRDHUP */
+        r |= FUT__RD_READ | FUT__RD_RCLOSED;
+    if (e & 0x010u) /* POLLHUP */
+        r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_RCLOSED |
+             FUT__RD_WCLOSED;
+    if (e & 0x008u) /* POLLERR */
+        r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_ERROR;
+    return r;
+}
+
 /* The operations; those that read come first (fut__op_dir). */
 enum fut__op_kind {
     FUT__OP_READ,     /* read(2) into buf */
@@ -106,9 +124,12 @@ struct fut__backend_vt {
     /* The last handle of a registered 'io' is closing, before its fd is
      * closed (any thread). May be NULL. */
     void (*unwatch)(struct fut__backend *b, struct fut__io *io);
-    /* 'io' is about to be freed (driver turn or shutdown): nothing the
-     * backend keeps may point to it afterwards. May be NULL. */
-    void (*forget)(struct fut__backend *b, struct fut__io *io);
+    /* 'io' is about to be freed (driver turn or shutdown), or (detach)
+     * outlives the backend's driver: nothing the backend keeps may point
+     * to it afterwards. On detach, bytes the backend received for it and
+     * nobody read go to the fd's spill (fut__io_spill), not lost. May be
+     * NULL. */
+    void (*forget)(struct fut__backend *b, struct fut__io *io, int detach);
     /* Submits what is queued, waits up to 'timeout_ns' (< 0 = forever,
      * 0 = do not block), and delivers what happened: readiness through
      * fut__io_dispatch with 'tick', completions to their ops (waking the
@@ -125,6 +146,21 @@ extern const struct fut__backend_vt fut__backend_uring;
  * can be set up here, else the error (-ENOSYS, -EPERM, ...) with a
  * static sentence naming the likely cause in '*why'. */
 int fut__uring_probe(const char **why);
+
+/* Fault injection for the io_uring backend (tests only; NULL otherwise:
+ * set before a runtime starts, read on its thread). 'kind' is the op's
+ * kind in backend_uring.c: 0 multishot recv, 1 recv, 2 send, 3 accept. */
+struct fut__uring_faults {
+    /* May rewrite the result of an op's CQE (-ECONNRESET, -EPIPE,
+     * -ENOBUFS, -ECANCELED, -EAGAIN, ...). */
+    void (*cqe)(int kind, long *res);
+    /* A length in [1, len) shortens a send's submission or a read's
+     * copy-out (a short write or read); anything else leaves it. */
+    size_t (*shorten)(int kind, size_t len);
+    /* 1: the SQ is full now (the batch is submitted early). */
+    int (*sq_full)(void);
+};
+extern struct fut__uring_faults *fut__uring_faults;
 #endif
 
 #endif /* FUT_IO_BACKEND_H */

@@ -9,6 +9,7 @@
  * FUT__RD_* bits and hands each event to the reactor; it never decides
  * what an event means (Redis aeApiPoll).
  */
+#include <poll.h>
 #include <string.h>
 
 #include "io/backend.h"
@@ -71,22 +72,11 @@ static void epoll_unwatch(struct fut__backend *b, struct fut__io *io)
     fut__sys_epoll_ctl(b->epfd, EPOLL_CTL_DEL, io->fd, &ev);
 }
 
-static unsigned translate(uint32_t e)
-{
-    unsigned r = 0;
-    if (e & (EPOLLIN | EPOLLPRI))
-        r |= FUT__RD_READ;
-    if (e & EPOLLOUT)
-        r |= FUT__RD_WRITE;
-    if (e & EPOLLRDHUP)
-        r |= FUT__RD_READ | FUT__RD_RCLOSED;
-    if (e & EPOLLHUP)
-        r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_RCLOSED |
-             FUT__RD_WCLOSED;
-    if (e & EPOLLERR)
-        r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_ERROR;
-    return r;
-}
+/* epoll's event bits are poll(2)'s (fut__rd_of_poll reads both). */
+_Static_assert(EPOLLIN == POLLIN && EPOLLOUT == POLLOUT &&
+                   EPOLLRDHUP == POLLRDHUP && EPOLLHUP == POLLHUP &&
+                   EPOLLERR == POLLERR && EPOLLPRI == POLLPRI,
+               "epoll and poll event bits differ");
 
 static int epoll_wait_be(struct fut__backend *b, int64_t timeout_ns,
                          uint32_t tick, int *woken)
@@ -102,7 +92,8 @@ static int epoll_wait_be(struct fut__backend *b, int64_t timeout_ns,
             continue;
         }
         real++;
-        fut__io_dispatch(evs[i].data.ptr, translate(evs[i].events), tick);
+        fut__io_dispatch(evs[i].data.ptr, fut__rd_of_poll(evs[i].events),
+                         tick);
     }
     return real;
 }

@@ -203,6 +203,13 @@ struct fut__io {
     int restore_fl;              /* file status flags for close, or -1 */
     int borrowed;                /* 1: close leaves the fd open (stdio) */
     int nodelay;                 /* TCP_NODELAY set (cached) */
+    int watched;                 /* the backend's watch ran (under lock) */
+    char *spill;                 /* bytes a completion backend received
+                                    and nobody read when it let the fd go
+                                    (detach): every read takes them first */
+    size_t spill_len, spill_off;
+    int spill_fd;                /* a listener's accepted fd, likewise */
+    int has_spill_fd;
     void *bstate[3];             /* the backend's per-fd state (its file
                                     says what; the polling thread) */
     struct fut_io h, hr, hw;     /* the full handle and the two halves */
@@ -219,6 +226,21 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out);
  * -ENOMEM or -EPERM). */
 int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
                   uint32_t *tick);
+/* Binds 'io' to the driver of this thread without asking the backend to
+ * watch it (a completion backend's first native operation): close then
+ * tells the backend (unwatch) and the free waits for its forget. Returns
+ * 0, or FUT_EINVAL (no driver here, or another runtime's). A later
+ * readiness wait (fut__io_ready) still registers the watch. */
+int fut__io_attach(struct fut__io *io);
+/* Keeps 'n' bytes at 'p' as the fd's spill (copied; appended to what
+ * is there). Returns 0 or FUT_ENOMEM. */
+int fut__io_spill(struct fut__io *io, const char *p, size_t n);
+/* Copies up to 'len' spilled bytes to 'buf' (consuming them unless
+ * 'peek'); returns the count (0: none spilled). */
+size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek);
+/* Parks the waker of 'cx' in the slot of 'dir' (a completion backend's
+ * op in flight; its completion wakes it through fut__io_wake). */
+void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx);
 /* Clears 'bits' unless an event newer than 'tick' landed (ABA guard). */
 void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
 /* Drops the waker registered for 'dir' (a future's drop), and tells the

@@ -75,15 +75,9 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
     return 0;
 }
 
-/* Registers 'io' with the driver of this thread (under io->lock). */
-static int io_register(struct fut__io *io)
+/* Puts 'io' on d's list of registered fds (under io->lock). */
+static void io_link(struct fut__io *io, struct fut__iodrv *d)
 {
-    struct fut__iodrv *d = fut__iodrv_current();
-    if (!d)
-        return FUT_EINVAL;
-    int r = d->bvt->watch(d->be, io);
-    if (r < 0)
-        return r;
     fut__mutex_lock(&d->lock);
     io->prev = NULL;
     io->next = d->ios;
@@ -95,7 +89,50 @@ static int io_register(struct fut__io *io)
     io->drv = d;
     if (drive)
         fut__iodrv_interest(d); /* takes no fd lock: fine under ours */
+}
+
+/* Asks the backend to watch 'io' for readiness (under io->lock). */
+static int io_watch(struct fut__io *io, struct fut__iodrv *d)
+{
+    int r = d->bvt->watch(d->be, io);
+    if (r == 0)
+        io->watched = 1;
+    return r;
+}
+
+/* Registers 'io' with the driver of this thread (under io->lock). */
+static int io_register(struct fut__io *io)
+{
+    struct fut__iodrv *d = fut__iodrv_current();
+    if (!d)
+        return FUT_EINVAL;
+    int r = io_watch(io, d);
+    if (r < 0)
+        return r;
+    io_link(io, d);
     return 0;
+}
+
+int fut__io_attach(struct fut__io *io)
+{
+    struct fut__iodrv *d = fut__iodrv_current();
+    if (!d)
+        return FUT_EINVAL;
+    int r = 0;
+    fut__mutex_lock(&io->lock);
+    if (!io->drv)
+        io_link(io, d);
+    else if (io->drv != d)
+        r = FUT_EINVAL;
+    fut__mutex_unlock(&io->lock);
+    return r;
+}
+
+void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx)
+{
+    fut__mutex_lock(&io->lock);
+    fut_waker_set(dir == FUT__DIR_READ ? &io->rd : &io->wr, &cx->waker);
+    fut__mutex_unlock(&io->lock);
 }
 
 int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
@@ -126,6 +163,13 @@ int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
     } else if (io->drv != fut__iodrv_current()) {
         fut__mutex_unlock(&io->lock);
         return FUT_EINVAL;
+    } else if (!io->watched) {
+        /* Attached by a completion backend's op, watched only now. */
+        int r = io_watch(io, io->drv);
+        if (r < 0) {
+            fut__mutex_unlock(&io->lock);
+            return r;
+        }
     }
     fut_waker_set(dir == FUT__DIR_READ ? &io->rd : &io->wr, &cx->waker);
     /* Re-read under the lock (see the rules): an event stored before the
@@ -207,6 +251,10 @@ void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
 
 static void io_free(struct fut__io *io)
 {
+    if (io->spill)
+        fut__free(io->spill, io->spill_len);
+    if (io->has_spill_fd)
+        fut__sys_close(io->spill_fd);
     fut__mutex_destroy(&io->lock);
     fut__free(io, sizeof *io);
 }
@@ -216,7 +264,7 @@ void fut__io_reap(struct fut__iodrv *d, struct fut__io *list)
     while (list) {
         struct fut__io *next = list->next;
         if (d->bvt->forget)
-            d->bvt->forget(d->be, list);
+            d->bvt->forget(d->be, list, 0);
         io_free(list);
         list = next;
     }
@@ -242,12 +290,15 @@ void fut__io_detach_all(struct fut__iodrv *d)
         struct fut_waker r, w;
         fut__mutex_lock(&io->lock);
         io->drv = NULL;
+        io->watched = 0;
         io->prev = io->next = NULL;
         take_wakers(io, &r, &w);
         /* Try first again, on whichever runtime waits on it next. */
         fut__store(&io->readiness, FUT__RD_READ | FUT__RD_WRITE,
                    FUT__RELEASE); /* heads a new release sequence */
         fut__mutex_unlock(&io->lock);
+        if (d->bvt->forget) /* it outlives this driver's backend */
+            d->bvt->forget(d->be, io, 1);
         fut_waker_drop(&r);
         fut_waker_drop(&w);
         io = next;
@@ -406,12 +457,70 @@ static long op_syscall(int fd, const struct fut__op *op)
     }
 }
 
+/* ------------------------------------------------------------- spill */
+
+int fut__io_spill(struct fut__io *io, const char *p, size_t n)
+{
+    size_t have = io->spill ? io->spill_len - io->spill_off : 0;
+    char *nb = fut__alloc(have + n);
+    if (!nb)
+        return FUT_ENOMEM;
+    if (have)
+        memcpy(nb, io->spill + io->spill_off, have);
+    memcpy(nb + have, p, n);
+    if (io->spill)
+        fut__free(io->spill, io->spill_len);
+    io->spill = nb;
+    io->spill_len = have + n;
+    io->spill_off = 0;
+    return 0;
+}
+
+size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek)
+{
+    size_t n = io->spill_len - io->spill_off;
+    if (n > len)
+        n = len;
+    memcpy(buf, io->spill + io->spill_off, n);
+    if (peek)
+        return n;
+    io->spill_off += n;
+    if (io->spill_off == io->spill_len) {
+        fut__free(io->spill, io->spill_len);
+        io->spill = NULL;
+        io->spill_len = io->spill_off = 0;
+    }
+    return n;
+}
+
+/* The spilled bytes first, for the reads that take bytes from a stream. */
+static int take_spill(struct fut__io *io, const struct fut__op *op,
+                      long *res)
+{
+    if (op->kind == FUT__OP_ACCEPT && io->has_spill_fd) {
+        io->has_spill_fd = 0;
+        *res = io->spill_fd;
+        if (op->addr &&
+            getpeername(io->spill_fd, op->addr, op->alen) < 0)
+            *op->alen = 0;
+        return 1;
+    }
+    if (!io->spill || (op->kind != FUT__OP_READ && op->kind != FUT__OP_RECV))
+        return 0;
+    *res = (long)fut__io_unspill(io, op->buf, op->len,
+                                 (op->flags & MSG_PEEK) != 0);
+    return 1;
+}
+
 /* ------------------------------------------------------- the I/O step */
 
 int fut__io_do(struct fut__backend *b, struct fut__io *io,
                const struct fut__op *op, struct fut_context *cx, long *res)
 {
     (void)b;
+    if (FUT_UNLIKELY(io->spill != NULL || io->has_spill_fd) &&
+        take_spill(io, op, res))
+        return FUT_READY;
     unsigned dir = fut__op_dir(op);
     size_t want = op->want;
     for (;;) {
