@@ -388,10 +388,12 @@ int main(int argc, char **argv)
     struct fut_runtime *rt;
     r = fut_runtime_new(&cfg, &rt);
     if (r < 0) {
-        fprintf(stderr, "echo_server: runtime: %s\n", fut_strerror(r));
+        fprintf(stderr, "echo_server: runtime: %s%s%s\n", fut_strerror(r),
+                *fut_io_backend_error() ? ": " : "", fut_io_backend_error());
         /* 77: this build lacks the flavor (bench/run.sh skips) */
         return r == FUT_EINVAL && workers > 0 ? 77 : 1;
     }
+    fprintf(stderr, "backend: %s\n", fut_runtime_backend(rt));
     fprintf(stderr, "echo_server: listening on %s:%d (%s)\n", host, port,
             workers ? "multi-thread" : "current-thread");
     fut_future_init(&srv.base, &server_vt);

@@ -826,10 +826,12 @@ int main(int argc, char **argv)
     struct fut_runtime *rt;
     r = fut_runtime_new(&cfg, &rt);
     if (r < 0) {
-        fprintf(stderr, "http_hello: runtime: %s\n", fut_strerror(r));
+        fprintf(stderr, "http_hello: runtime: %s%s%s\n", fut_strerror(r),
+                *fut_io_backend_error() ? ": " : "", fut_io_backend_error());
         /* 77: this build lacks the flavor (bench/run.sh skips) */
         return r == FUT_EINVAL && workers > 0 ? 77 : 1;
     }
+    fprintf(stderr, "backend: %s\n", fut_runtime_backend(rt));
     struct acceptor a;
     fut_future_init(&a.base, &acceptor_vt);
     a.listener = srv.listener;

@@ -28,6 +28,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/atomic.h"
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -161,6 +163,14 @@ struct fut__uring_faults {
     int (*sq_full)(void);
 };
 extern struct fut__uring_faults *fut__uring_faults;
+/* io_uring_enter calls made by every ring of the process (relaxed; tests
+ * and benchmarks count syscalls with it). */
+extern fut__aword fut__uring_enters;
+/* Multishot recvs that ended with -ENOBUFS (the pool ran dry). */
+extern fut__aword fut__uring_nobufs;
+/* Sets fut__uring_faults from FUT_URING_FAULTS (uring_faults.c says the
+ * syntax) unless a test set it; once per process. */
+void fut__uring_faults_from_env(void);
 #endif
 
 #endif /* FUT_IO_BACKEND_H */

@@ -82,6 +82,13 @@
 #define UD_IGNORE 2u /* cancels, poll removes */
 
 struct fut__uring_faults *fut__uring_faults; /* tests only (backend.h) */
+fut__aword fut__uring_enters;
+fut__aword fut__uring_nobufs;
+
+static void count_enter(void)
+{
+    fut__fetch_add(&fut__uring_enters, 1, FUT__RELAXED);
+}
 
 enum ukind { U_RECV_MS, U_RECV, U_SEND, U_ACCEPT, U_POLL };
 
@@ -92,7 +99,8 @@ struct uop {
                               orphaned: retire on the CQE */
     uint8_t kind;          /* enum ukind */
     uint8_t done;          /* single-shot: its CQE came ('res') */
-    uint8_t ended;         /* multishot: its last CQE came */
+    uint8_t ended;         /* multishot: ended or cancelled by us */
+    int term;              /* multishot: a fault ends it with this code */
     uint64_t gen;          /* b->gen at prep: unsubmitted while equal */
     long res;
     size_t len, off;       /* RECV: bytes received / copied out */
@@ -377,9 +385,10 @@ static void submit_now(struct fut__backend *b)
 {
     ring_enable(b);
     int r;
-    do
+    do {
+        count_enter();
         r = io_uring_submit(&b->ring);
-    while (r == -EINTR);
+    } while (r == -EINTR);
     b->gen++;
 }
 
@@ -552,9 +561,9 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
 {
     int more = (cqe->flags & IORING_CQE_F_MORE) != 0;
     struct fut__io *io = u->io;
-    if (res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+    if (cqe->flags & IORING_CQE_F_BUFFER) {
         uint16_t bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-        if (!io) {
+        if (!io || res <= 0) { /* a fault may have eaten the bytes */
             buf_return(b, bid);
         } else {
             struct ufd *f = ufd_of(io);
@@ -571,6 +580,35 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         /* A fault injected a result with no buffer: nothing arrived. */
         res = -EAGAIN;
     }
+    if (more && u->term) {
+        /* A fault ends the multishot after this CQE's bytes (as the
+         * kernel does when the pool runs dry). */
+        if (!u->ended) {
+            cancel_op(b, u);
+            u->ended = 1;
+        }
+        if (io && u->term == -ENOBUFS)
+            ufd_of(io)->nobufs = 1;
+        u->term = 0;
+        return;
+    }
+    if (more && res < 0) {
+        /* Only a fault says an error and more: the connection broke
+         * (its bytes are lost with it); end the multishot. */
+        if (!u->ended) {
+            cancel_op(b, u);
+            u->ended = 1;
+        }
+        if (io && res != -EAGAIN && res != -ECANCELED) {
+            struct ufd *f = ufd_of(io);
+            if (res == -ENOBUFS)
+                f->nobufs = 1;
+            else if (f->end == 1)
+                f->end = res;
+            fut__io_wake(io, FUT__DIR_READ);
+        }
+        return;
+    }
     if (more)
         return;
     b->inflight--;
@@ -580,9 +618,10 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
             f->ms = NULL;
         if (res == 0)
             f->end = 0;
-        else if (res == -ENOBUFS)
+        else if (res == -ENOBUFS) {
             f->nobufs = 1;
-        else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
+            fut__fetch_add(&fut__uring_nobufs, 1, FUT__RELAXED);
+        } else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
                  res != -EINTR)
             f->end = res;
         fut__io_wake(io, FUT__DIR_READ);
@@ -936,6 +975,31 @@ static struct fut__uring_faults *faults(void)
     return fut__uring_faults;
 }
 
+/* Whether 'res' says "nothing happened, try again" (not a broken
+ * connection). */
+static int nothing(long res)
+{
+    return res == -EAGAIN || res == -ECANCELED || res == -ENOBUFS ||
+           res == -EINTR;
+}
+
+/* Applies the fault hook to a CQE whose kernel result is 'real'. A fault
+ * may break a connection (any error: its bytes are lost with it), but
+ * cannot undo what happened: "nothing happened" on a CQE that moved bytes
+ * or made a connection keeps the real result (a multishot recv then ends
+ * after it, with that code). */
+static void inject(struct uop *u, long real, long *res)
+{
+    fut__uring_faults->cqe(u->kind, res);
+    if (*res == real || !nothing(*res))
+        return;
+    if (real > 0 || (u->kind == U_ACCEPT && real >= 0)) {
+        if (u->kind == U_RECV_MS)
+            u->term = (int)*res;
+        *res = real;
+    }
+}
+
 static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
                    uint32_t tick, int *woken, int *n)
 {
@@ -953,7 +1017,7 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
     long res = cqe->res;
     struct fut__uring_faults *fx = faults();
     if (fx && fx->cqe && u->kind != U_POLL)
-        fx->cqe(u->kind, &res);
+        inject(u, cqe->res, &res);
     (*n)++;
     switch (u->kind) {
     case U_POLL:
@@ -969,10 +1033,13 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
     if (u->kind == U_ACCEPT && res >= 0 && cqe->res < 0)
         res = cqe->res; /* a fault cannot invent a connection */
     if (u->kind == U_ACCEPT && cqe->res >= 0 && res < 0)
-        fut__sys_close(cqe->res); /* the fault ate a real one */
-    if (res == -EAGAIN || res == -EINTR) {
-        /* Not an answer (a fault, or a kernel that gave up): the op is
-         * redone by the next poll. */
+        fut__sys_close(cqe->res); /* a fault broke a real one */
+    if (res == -EAGAIN || res == -EINTR ||
+        (u->io && (res == -ECANCELED ||
+                   (res == -ENOBUFS && u->kind != U_ACCEPT)))) {
+        /* Not an answer (a fault, a kernel that gave up, a cancel we did
+         * not ask for: ours come after the op was orphaned or its fd
+         * forgotten): the op is redone by the next poll. */
         struct fut__io *io = u->io;
         if (io) {
             struct ufd *f = ufd_of(io);
@@ -1034,8 +1101,10 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
         /* A look: enter only when there is something to send or the
          * kernel flagged completions waiting for us. */
         if (queued || IO_URING_READ_ONCE(*b->ring.sq.kflags) &
-                          (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+                          (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
+            count_enter();
             io_uring_submit_and_get_events(&b->ring);
+        }
     } else if (io_uring_cq_ready(&b->ring) == 0) {
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts, *tp = NULL;
@@ -1044,8 +1113,10 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
             ts.tv_nsec = timeout_ns % 1000000000;
             tp = &ts;
         }
+        count_enter();
         io_uring_submit_and_wait_timeout(&b->ring, &cqe, 1, tp, NULL);
     } else if (queued) {
+        count_enter();
         io_uring_submit(&b->ring);
     }
     if (queued || timeout_ns != 0)
@@ -1112,6 +1183,7 @@ static int uring_create(struct fut__backend **out, int wakefd)
         return r;
     }
     b->wakefd = wakefd;
+    fut__uring_faults_from_env();
     *out = b;
     return 0;
 }
