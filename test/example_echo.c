@@ -114,6 +114,30 @@ START_TEST(sigterm_exit_0)
 }
 END_TEST
 
+/* On io_uring, with faults injected into the server's completions
+ * (test/io_uring.c has the shim): the connections a fault breaks are
+ * closed, the others get every byte back, and the server exits 0. */
+START_TEST(uring_faults)
+{
+    const char *env[] = {"FUT_URING_FAULTS=recv:ECONNRESET@23,send:EPIPE@29,accept:ECONNABORTED@5,recv:short@3,send:short@4,sqfull@7", NULL};
+    struct ex_server s;
+    ex_start(&s, ECHO_SERVER_BIN, NULL, env);
+    char msg[100];
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (char)('a' + i % 26);
+    int broken;
+    int done = ex_fault_clients(s.port, 60, 10, msg, sizeof msg, msg,
+                                sizeof msg, &broken);
+    ck_assert_msg(done >= 0, "an echo came back with other bytes");
+    fprintf(stderr, "uring_faults: %d connections served every round, %d "
+            "broken by faults\n", done, broken);
+    ck_assert_int_eq(done + broken, 60);
+    ck_assert_msg(broken > 0, "no fault broke a connection");
+    ck_assert_msg(done >= 10, "only %d of 60 connections survived", done);
+    ASSERT_EQ(ex_stop(&s, 15000), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("example_echo");
@@ -121,5 +145,6 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "idle_deadline"), idle_deadline);
     tcase_add_test(fut_test_tcase(s, "idle_rss"), idle_rss);
     tcase_add_test(fut_test_tcase(s, "sigterm_exit_0"), sigterm_exit_0);
+    tcase_add_test(fut_test_tcase(s, "uring_faults"), uring_faults);
     return fut_test_run(s);
 }

@@ -299,3 +299,55 @@ long ex_idle_rss_per_conn(struct ex_server *s, int n, const char *req,
     free(fds);
     return per;
 }
+
+int ex_fault_clients(int port, int conns, int rounds, const char *req,
+                     size_t req_len, const char *reply, size_t reply_len,
+                     int *broken)
+{
+    int fd[256], alive = 0, done = 0;
+    char buf[4096];
+    ck_assert(conns <= 256 && reply_len <= sizeof buf);
+    *broken = 0;
+    for (int i = 0; i < conns; i++) {
+        fd[i] = ex_connect(port, 5000);
+        alive++;
+    }
+    for (int r = 0; r < rounds && alive > 0; r++) {
+        for (int i = 0; i < conns; i++) {
+            if (fd[i] < 0)
+                continue;
+            ssize_t w = send(fd[i], req, req_len, MSG_NOSIGNAL);
+            if (w != (ssize_t)req_len) {
+                close(fd[i]);
+                fd[i] = -1;
+                alive--;
+                (*broken)++;
+            }
+        }
+        for (int i = 0; i < conns; i++) {
+            if (fd[i] < 0)
+                continue;
+            int eof = 0;
+            size_t got = ex_recv_n(fd[i], buf, reply_len, 5000, &eof);
+            if (got == reply_len && memcmp(buf, reply, reply_len) != 0)
+                return -1; /* wrong bytes: never what a fault may do */
+            if (got != reply_len) {
+                /* A fault broke this one: it must end (EOF or reset),
+                 * never hang with the others served. */
+                ck_assert_msg(eof || ex_wait_eof(fd[i], 5000) >= 0,
+                              "a broken connection neither answered nor "
+                              "closed within 5 s");
+                close(fd[i]);
+                fd[i] = -1;
+                alive--;
+                (*broken)++;
+            }
+        }
+    }
+    for (int i = 0; i < conns; i++)
+        if (fd[i] >= 0) {
+            close(fd[i]);
+            done++;
+        }
+    return done;
+}

@@ -32,6 +32,16 @@ void ex_start(struct ex_server *s, const char *bin, const char *const *args,
  * after a timeout (the child is then killed). */
 int ex_stop(struct ex_server *s, int timeout_ms);
 
+/* 'conns' connections to 'port' (<= 256), 'rounds' lockstep exchanges
+ * of 'req' -> 'reply' on each. A connection whose send fails, or whose
+ * reply is short, EOF or a reset (what an injected fault does to it),
+ * must close within 5 s (else the test fails) and counts in '*broken'.
+ * Returns the connections that did every round, or -1 when a reply had
+ * the right length and wrong bytes. */
+int ex_fault_clients(int port, int conns, int rounds, const char *req,
+                     size_t req_len, const char *reply, size_t reply_len,
+                     int *broken);
+
 /* The child's VmRSS in KiB. */
 long ex_rss_kib(const struct ex_server *s);
 

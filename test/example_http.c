@@ -614,6 +614,27 @@ START_TEST(soak_20s)
 }
 END_TEST
 
+/* On io_uring, with faults injected into the server's completions: the
+ * keep-alive connections a fault breaks are closed, the others get every
+ * reply, and the server exits 0. */
+START_TEST(uring_faults)
+{
+    const char *env[] = {"FUT_URING_FAULTS=recv:ECONNRESET@23,send:EPIPE@29,accept:ECONNABORTED@5,recv:short@3,send:short@4,sqfull@7", NULL};
+    struct ex_server s;
+    ex_start(&s, HTTP_HELLO_BIN, NULL, env);
+    int broken;
+    int done = ex_fault_clients(s.port, 60, 10, GET, sizeof GET - 1, OK,
+                                sizeof OK - 1, &broken);
+    ck_assert_msg(done >= 0, "a reply came back with other bytes");
+    fprintf(stderr, "uring_faults: %d connections served every round, %d "
+            "broken by faults\n", done, broken);
+    ck_assert_int_eq(done + broken, 60);
+    ck_assert_msg(broken > 0, "no fault broke a connection");
+    ck_assert_msg(done >= 10, "only %d of 60 connections survived", done);
+    stop_ok(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("example_http");
@@ -625,6 +646,7 @@ int main(void)
                    keepalive_idle_deadline);
     tcase_add_test(fut_test_tcase(s, "idle_rss"), idle_rss);
     tcase_add_test(fut_test_tcase(s, "garbage_400_close"), garbage_400_close);
+    tcase_add_test(fut_test_tcase(s, "uring_faults"), uring_faults);
     tcase_add_test(fut_test_tcase(s, "sigterm_exit_0"), sigterm_exit_0);
     tcase_add_test(fut_test_tcase(s, "soak_20s"), soak_20s);
     return fut_test_run(s);

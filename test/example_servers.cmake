@@ -7,7 +7,8 @@
 # as .mt (the server started with --workers 2).
 function(fut_example_test area target macro)
   fut_check_test(${area} SOURCES example_harness.c
-    CASES ${ARGN} MT_CASES ${ARGN} TIMEOUT 90 BACKENDS)
+    CASES ${ARGN} MT_CASES ${ARGN} TIMEOUT 90 BACKENDS
+    URING_ONLY uring_faults)
   add_dependencies(test_${area} ${target})
   target_compile_definitions(test_${area} PRIVATE
     ${macro}="$<TARGET_FILE:${target}>")

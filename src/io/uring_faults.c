@@ -46,7 +46,8 @@ static int errno_of(const char *s, size_t n, long *out)
     } names[] = {{"ECONNRESET", ECONNRESET}, {"EPIPE", EPIPE},
                  {"ENOBUFS", ENOBUFS},       {"ECANCELED", ECANCELED},
                  {"EAGAIN", EAGAIN},         {"EMFILE", EMFILE},
-                 {"ETIMEDOUT", ETIMEDOUT},   {"EIO", EIO}};
+                 {"ETIMEDOUT", ETIMEDOUT},   {"EIO", EIO},
+                 {"ECONNABORTED", ECONNABORTED}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i].name) == n && !memcmp(s, names[i].name, n)) {
             *out = -names[i].err;
