@@ -88,8 +88,10 @@ FUT_EXTERN int fut_io_shutdown(struct fut_io *io, int how);
  * read (> 0), 0 at end of stream (or len == 0), or -errno (-ECONNRESET,
  * ...). Also peek (MSG_PEEK: the bytes stay in the socket) and recv
  * (recv(2) with flags; a datagram per call on datagram sockets).
- * cancel-safe: bytes are consumed only by the poll that returns READY; a
- * dropped read loses nothing. */
+ * cancel-safe: a dropped read loses nothing. On epoll bytes are consumed
+ * only by the poll that returns READY; on io_uring the runtime may have
+ * taken them off the socket already and keeps them for the fd's next read
+ * (docs/io.md, "Buffer ownership"). */
 struct fut_io_read {
     struct fut_future base;
     struct fut_io *io; /* private */
@@ -116,7 +118,10 @@ FUT_EXTERN void fut_io_recv_init(struct fut_io_read *f, struct fut_io *io,
  * are written with send/sendmsg(MSG_NOSIGNAL), so SIGPIPE is never
  * raised for them; for pipes, ignore SIGPIPE in your program to get
  * -EPIPE.
- * cancel-safe: bytes leave only in the poll that returns READY. */
+ * cancel-safe on epoll: bytes leave only in the poll that returns READY.
+ * NOT cancel-safe on io_uring (stream sockets): the first PENDING poll
+ * submits a copy of the bytes; a drop cancels it, but the kernel may have
+ * sent some or all of them already (docs/io.md). */
 struct fut_io_write {
     struct fut_future base;
     struct fut_io *io;        /* private */
@@ -140,7 +145,8 @@ FUT_EXTERN void fut_io_writev_init(struct fut_io_write *f, struct fut_io *io,
 /* fut_io_write_all: writes all 'len' bytes, waiting as often as needed.
  * Output: 'result' = len, or -errno (then 'done' bytes went out).
  * 'done' is readable at any time, also after a drop.
- * loses-data: dropped midway, 'done' bytes were written and the rest not;
+ * loses-data: dropped midway, 'done' bytes were written and the rest not
+ * (on io_uring, up to 64 KiB more may have gone out: the write in flight);
  * the stream's framing is then broken. */
 struct fut_io_write_all {
     struct fut_future base;

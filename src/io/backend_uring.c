@@ -754,7 +754,8 @@ static int native(const struct fut__io *io, const struct fut__op *op)
     case FUT__OP_SEND:
     case FUT__OP_WRITEV:
     case FUT__OP_SENDV:
-        return io->kind == FUT__IO_STREAM;
+        return io->kind == FUT__IO_STREAM &&
+               (op->flags & ~MSG_NOSIGNAL) == 0;
     case FUT__OP_ACCEPT:
         return io->kind == FUT__IO_LISTEN;
     default:
