@@ -76,6 +76,7 @@
 #define COPY_MAX 65536     /* bytes of a write copied per op */
 #define SOLO_MAX 16384     /* bytes of a single-shot recv's own buffer */
 #define QUEUE_MAX (8 * BUF_SIZE) /* queued bytes that pause a multishot */
+#define SMALL_BUF 2048     /* op buffers up to this come from a free list */
 
 /* user_data of CQEs that are not ops. */
 #define UD_WAKE 1u   /* the wake eventfd's multishot poll */
@@ -127,6 +128,9 @@ struct ufd {
     size_t queued;         /* bytes on the queue */
     long end;              /* 1: not ended; 0: EOF; < 0: error (once) */
     int nobufs;            /* the multishot ran dry: next arm is solo */
+    struct fut_waker rw, ww; /* the native reader's and writer's wakers
+                              (no lock: the ring's thread only; readiness
+                              waits use the fd's own slots) */
 };
 
 struct fut__backend {
@@ -140,6 +144,8 @@ struct fut__backend {
     char *bufs;            /* BUF_COUNT * BUF_SIZE, mmap'd */
     struct uop *free_ops;
     struct chunk *free_chunks;
+    void *free_bufs;       /* SMALL_BUF buffers, linked through their
+                              first word */
     int wake_armed;
 };
 
@@ -260,17 +266,35 @@ static struct uop *uop_new(struct fut__backend *b, struct fut__io *io,
         b->free_ops = u->next;
     else if (!(u = fut__alloc(sizeof *u)))
         return NULL;
-    memset(u, 0, sizeof *u);
+    /* Every field, without a memset of the whole (the hot path). */
+    u->next = NULL;
     u->io = io;
     u->kind = (uint8_t)kind;
+    u->done = u->ended = 0;
+    u->term = 0;
+    u->gen = 0;
     u->res = 0;
+    u->len = u->off = u->cap = 0;
+    u->buf = NULL;
+    u->addr = NULL;
+    u->alen = 0;
     return u;
+}
+
+static void buf_free(struct fut__backend *b, char *p, size_t cap)
+{
+    if (cap == SMALL_BUF) {
+        *(void **)(void *)p = b->free_bufs;
+        b->free_bufs = p;
+    } else {
+        fut__free(p, cap);
+    }
 }
 
 static void uop_free(struct fut__backend *b, struct uop *u)
 {
     if (u->buf)
-        fut__free(u->buf, u->cap);
+        buf_free(b, u->buf, u->cap);
     if (u->addr)
         fut__free(u->addr, sizeof *u->addr);
     u->buf = NULL;
@@ -279,9 +303,19 @@ static void uop_free(struct fut__backend *b, struct uop *u)
     b->free_ops = u;
 }
 
-static int uop_buffer(struct uop *u, size_t cap)
+static int uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
 {
-    u->buf = fut__alloc(cap);
+    if (cap <= SMALL_BUF) {
+        cap = SMALL_BUF;
+        if (b->free_bufs) {
+            u->buf = b->free_bufs;
+            b->free_bufs = *(void **)b->free_bufs;
+        } else {
+            u->buf = fut__alloc(cap);
+        }
+    } else {
+        u->buf = fut__alloc(cap);
+    }
     if (!u->buf)
         return FUT_ENOMEM;
     u->cap = cap;
@@ -291,6 +325,37 @@ static int uop_buffer(struct uop *u, size_t cap)
 static struct ufd *ufd_of(struct fut__io *io)
 {
     return (struct ufd *)io->bstate[0];
+}
+
+/* The waker slot of 'dir' in 'f'. */
+static struct fut_waker *slot(struct ufd *f, unsigned dir)
+{
+    return dir == FUT__DIR_READ ? &f->rw : &f->ww;
+}
+
+static void park(struct ufd *f, unsigned dir, struct fut_context *cx)
+{
+    fut_waker_set(slot(f, dir), &cx->waker);
+}
+
+static void wake(struct fut__io *io, unsigned dir)
+{
+    struct fut_waker *w = slot(ufd_of(io), dir);
+    if (!fut_waker_is_set(w))
+        return;
+    struct fut_waker t = *w;
+    w->vt = NULL;
+    fut_waker_wake(&t);
+}
+
+static void unpark(struct ufd *f, unsigned dir)
+{
+    struct fut_waker *w = slot(f, dir);
+    if (!fut_waker_is_set(w))
+        return;
+    struct fut_waker t = *w;
+    w->vt = NULL;
+    fut_waker_drop(&t);
 }
 
 static struct ufd *ufd_get(struct fut__io *io)
@@ -456,7 +521,7 @@ static int arm_solo(struct fut__backend *b, struct fut__io *io,
 {
     struct uop *u = uop_new(b, io, U_RECV);
     size_t cap = want < SOLO_MAX ? (want ? want : 1) : SOLO_MAX;
-    if (!u || uop_buffer(u, cap) < 0) {
+    if (!u || uop_buffer(b, u, cap) < 0) {
         if (u)
             uop_free(b, u);
         return FUT_ENOMEM;
@@ -552,7 +617,7 @@ static int uring_recv(struct fut__backend *b, struct fut__io *io,
             arm_multishot(b, io, f);
         }
     }
-    fut__io_park(io, FUT__DIR_READ, cx);
+    park(f, FUT__DIR_READ, cx);
     return FUT_PENDING;
 }
 
@@ -574,7 +639,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
                 u->ended = 1;
             }
             if (more)
-                fut__io_wake(io, FUT__DIR_READ);
+                wake(io, FUT__DIR_READ);
         }
     } else if (res > 0) {
         /* A fault injected a result with no buffer: nothing arrived. */
@@ -605,7 +670,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
                 f->nobufs = 1;
             else if (f->end == 1)
                 f->end = res;
-            fut__io_wake(io, FUT__DIR_READ);
+            wake(io, FUT__DIR_READ);
         }
         return;
     }
@@ -624,7 +689,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         } else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
                  res != -EINTR)
             f->end = res;
-        fut__io_wake(io, FUT__DIR_READ);
+        wake(io, FUT__DIR_READ);
     }
     uop_free(b, u);
 }
@@ -666,14 +731,15 @@ static int uring_accept(struct fut__backend *b, struct fut__io *io,
         sqe_op(b, s, u);
         f->rd = u;
     }
-    fut__io_park(io, FUT__DIR_READ, cx);
+    park(f, FUT__DIR_READ, cx);
     return FUT_PENDING;
 }
 
 /* ------------------------------------------------------------- writes */
 
 /* Gathers op's bytes (buf or iov) into u's buffer, at most COPY_MAX. */
-static int copy_in(struct uop *u, const struct fut__op *op)
+static int copy_in(struct fut__backend *b, struct uop *u,
+                   const struct fut__op *op)
 {
     size_t total = 0;
     if (op->kind == FUT__OP_WRITEV || op->kind == FUT__OP_SENDV) {
@@ -684,7 +750,7 @@ static int copy_in(struct uop *u, const struct fut__op *op)
     }
     if (total > COPY_MAX)
         total = COPY_MAX;
-    if (uop_buffer(u, total ? total : 1) < 0)
+    if (uop_buffer(b, u, total ? total : 1) < 0)
         return FUT_ENOMEM;
     if (op->kind == FUT__OP_WRITEV || op->kind == FUT__OP_SENDV) {
         size_t at = 0;
@@ -717,7 +783,7 @@ static int uring_send(struct fut__backend *b, struct fut__io *io,
     }
     if (!u) {
         u = uop_new(b, io, U_SEND);
-        if (!u || copy_in(u, op) < 0) {
+        if (!u || copy_in(b, u, op) < 0) {
             if (u)
                 uop_free(b, u);
             *res = FUT_ENOMEM;
@@ -734,7 +800,7 @@ static int uring_send(struct fut__backend *b, struct fut__io *io,
         sqe_op(b, s, u);
         f->wr = u;
     }
-    fut__io_park(io, FUT__DIR_WRITE, cx);
+    park(f, FUT__DIR_WRITE, cx);
     return FUT_PENDING;
 }
 
@@ -819,7 +885,10 @@ static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
 {
     check_thread(b);
     struct ufd *f = ufd_of(io);
-    if (!f || dir != FUT__DIR_WRITE || !f->wr)
+    if (!f)
+        return;
+    unpark(f, dir);
+    if (dir != FUT__DIR_WRITE || !f->wr)
         return;
     struct uop *u = f->wr;
     f->wr = NULL;
@@ -884,6 +953,8 @@ static void uring_unwatch(struct fut__backend *b, struct fut__io *io)
     struct ufd *f = ufd_of(io);
     if (!f)
         return;
+    unpark(f, FUT__DIR_READ);
+    unpark(f, FUT__DIR_WRITE);
     struct uop *ops[4] = {f->rd, f->ms, f->wr, f->poll};
     int stale = 0;
     for (int i = 0; i < 4; i++)
@@ -965,6 +1036,8 @@ static void uring_forget(struct fut__backend *b, struct fut__io *io,
     }
     while (f->head)
         chunk_pop(b, f);
+    unpark(f, FUT__DIR_READ);
+    unpark(f, FUT__DIR_WRITE);
     fut__free(f, sizeof *f);
     io->bstate[0] = NULL;
 }
@@ -1050,7 +1123,7 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
                 f->rd = NULL;
             if (f->wr == u)
                 f->wr = NULL;
-            fut__io_wake(io, dir);
+            wake(io, dir);
         }
         uop_free(b, u);
         return;
@@ -1065,7 +1138,7 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
     u->res = res;
     if (u->kind == U_RECV)
         u->len = res > 0 ? (size_t)res : 0;
-    fut__io_wake(u->io, u->kind == U_SEND ? FUT__DIR_WRITE : FUT__DIR_READ);
+    wake(u->io, u->kind == U_SEND ? FUT__DIR_WRITE : FUT__DIR_READ);
 }
 
 static void arm_wake(struct fut__backend *b)
@@ -1219,6 +1292,11 @@ static void uring_destroy(struct fut__backend *b)
         struct uop *u = b->free_ops;
         b->free_ops = u->next;
         fut__free(u, sizeof *u);
+    }
+    while (b->free_bufs) {
+        void *p = b->free_bufs;
+        b->free_bufs = *(void **)p;
+        fut__free(p, SMALL_BUF);
     }
     while (b->free_chunks) {
         struct chunk *c = b->free_chunks;

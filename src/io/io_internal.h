@@ -276,8 +276,8 @@ static inline int fut__io_submit(struct fut__io *io,
                                  struct fut_context *cx, long *res)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    if (FUT_UNLIKELY(!d))
-        return fut__io_do(NULL, io, op, cx, res);
+    if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll)
+        return fut__io_do(NULL, io, op, cx, res); /* direct: no table */
     return d->bvt->op(d->be, io, op, cx, res);
 }
 
