@@ -7,6 +7,9 @@
 #   tsan-release
 #           clang, ThreadSanitizer on a Release (-O2) build without
 #           FUT_DEBUG: the code paths users run
+# Every I/O test area runs on both I/O backends in every build: as
+# <area>.<case> on epoll (label backend_epoll) and <area>.<case>.uring on
+# io_uring (label backend_uring; liburing-dev is installed below).
 # Installs what it needs with apt-get (only what is missing). Ends with the
 # line "N passed, N failed, N skipped" over all four builds; exits non-zero
 # when any test failed.
@@ -16,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-deps="build-essential cmake ninja-build pkg-config check clang valgrind python3"
+deps="build-essential cmake ninja-build pkg-config check clang valgrind python3 liburing-dev"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

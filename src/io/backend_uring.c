@@ -82,7 +82,6 @@
 #define UD_WAKE 1u   /* the wake eventfd's multishot poll */
 #define UD_IGNORE 2u /* cancels, poll removes */
 
-struct fut__uring_faults *fut__uring_faults; /* tests only (backend.h) */
 fut__aword fut__uring_enters;
 fut__aword fut__uring_nobufs;
 

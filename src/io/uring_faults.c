@@ -35,6 +35,8 @@ struct rule {
     fut__aword count;
 };
 
+struct fut__uring_faults *fut__uring_faults; /* backend.h; NULL: no faults */
+
 static struct rule rules[MAX_RULES];
 static int n_rules;
 
