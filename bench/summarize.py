@@ -18,7 +18,10 @@ peer in the same config (current_thread, multi_thread_w2), except:
                       higher is better, so the target is a floor)
 plus the secondary checks the issues ask for (mpsc against Go's channels,
 timers' peak RSS against libuv's, idle-task bytes minus the future's own
-size). 'met' compares the ratio with the issue's target (bench/targets.txt);
+size). A fut row with 'versus' or 'absolute' targets (the fiber benchmarks,
+which no peer has under their name) has those rows instead: its median
+over another row's median (another fut benchmark, or Go's), or its median
+itself against a bound. 'met' compares the ratio with the issue's target (bench/targets.txt);
 '-' = no target.
 'paired' is the median of the per-rep ratios (the i-th fut run over the
 i-th reference run, from the same rep): a check on the ratio of medians
@@ -34,7 +37,8 @@ from collections import OrderedDict
 ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
          "oneshot_local", "mpsc_1p1c", "mpsc_4p1c", "timers",
          "idle_task_pending", "idle_task_oneshot", "scope_join",
-         "mutex_contended", "xthread_wake", "tcp_echo", "http_wrk"]
+         "mutex_contended", "xthread_wake", "fiber_yield", "fiber_spawn",
+         "idle_fiber", "tcp_echo", "http_wrk"]
 
 RATE_UNITS = ("roundtrips/s", "req/s")
 
@@ -46,6 +50,7 @@ def load_targets(path):
     Returns (ratio targets by (bench, fut config), the rate target, the
     idle-task overhead bound)."""
     ratios, rate, idle = {}, None, None
+    versus, absolute = OrderedDict(), {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             w = line.split("#", 1)[0].split()
@@ -57,12 +62,18 @@ def load_targets(path):
                 rate = float(w[1])
             elif w[0] == "idle_overhead" and len(w) == 2:
                 idle = float(w[1])
+            elif w[0] == "versus" and len(w) == 7:
+                versus.setdefault((w[1], w[2]), []).append(
+                    ((w[4], w[3], w[5]), float(w[6])))
+            elif w[0] == "absolute" and len(w) == 4:
+                absolute[(w[1], w[2])] = float(w[3])
             else:
                 sys.exit(f"{path}:{n}: cannot read '{line.strip()}'")
-    return ratios, rate, idle
+    return ratios, rate, idle, versus, absolute
 
 
-RATIO_TARGETS, RATE_TARGET, IDLE_OVERHEAD_MAX = load_targets(
+(RATIO_TARGETS, RATE_TARGET, IDLE_OVERHEAD_MAX, VERSUS_TARGETS,
+ ABSOLUTE_TARGETS) = load_targets(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.txt"))
 
 GO_CONFIG = {CT: "gomaxprocs1", MT2: "gomaxprocs2"}
@@ -73,6 +84,8 @@ EXTRA = {
                "cancel_missed", "mean_late_us"],
     "idle_task_pending": ["spawn_ns_per_task", "maxrss_kb", "future_bytes"],
     "idle_task_oneshot": ["spawn_ns_per_task", "maxrss_kb", "future_bytes"],
+    "idle_fiber": ["spawn_ns_per_fiber", "maxrss_kb", "stack_bytes",
+                   "heap_bytes"],
     "tcp_echo": ["p50_us", "p99_us", "server_cpu_us_per_op"],
     "http_wrk": ["p50_us", "p99_us", "server_cpu_us_per_op"],
 }
@@ -155,6 +168,10 @@ def ratio_rows(rows):
         runs = rows[(bench, "fut", config)]
         unit = runs[0].get("unit", "")
         fm = median(runs)
+        if (bench, config) in VERSUS_TARGETS or \
+                (bench, config) in ABSOLUTE_TARGETS:
+            out += own_target_rows(rows, bench, config, unit, runs)
+            continue
         label, ref = reference(rows, bench, config)
         rate = unit in RATE_UNITS
         if rate:
@@ -195,6 +212,22 @@ def ratio_rows(rows):
                 met = "yes" if over <= IDLE_OVERHEAD_MAX else "no"
             out.append([bench, config, f"bytes/task - future ({fmt(fb)} B)",
                         fmt(over), "absolute", "", "", "", target, met])
+    return out
+
+
+def own_target_rows(rows, bench, config, unit, runs):
+    """The 'versus' rows of fut's (bench, config), then its 'absolute'
+    row (targets.txt)."""
+    out = []
+    for (rb, peer, rc), mx in VERSUS_TARGETS.get((bench, config), []):
+        out.append(check_row(bench, config, unit, cell(runs), median(runs),
+                             f"{peer} {rb} {rc}", rows.get((rb, peer, rc)),
+                             mx, False, fut_runs=runs))
+    mx = ABSOLUTE_TARGETS.get((bench, config))
+    if mx is not None:
+        fm = median(runs)
+        out.append([bench, config, unit, cell(runs), "absolute", "", "", "",
+                    fmt_target(mx, False), "yes" if fm <= mx else "no"])
     return out
 
 

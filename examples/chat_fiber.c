@@ -3,8 +3,9 @@
  * fiber per client waits on its socket and its own unbounded queue at
  * once (a select), so a slow client grows its queue, blocking nobody.
  * Run: chat_fiber [--workers N] PORT (PORT 0: any, printed as "listening
- * on P"), then several 'nc 127.0.0.1 P'. SIGINT/SIGTERM: stop accepting,
- * clients close at their next wait (the rest after 2 s); exit 0. */
+ * on P"; "backend: NAME" on stderr), then several 'nc 127.0.0.1 P'.
+ * SIGINT/SIGTERM: stop accepting, clients close at their next wait (the
+ * rest after 2 s); exit 0. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,9 +53,7 @@ static intptr_t client(void *io)
     char buf[4096];
     size_t have = 0, n;
     struct msg m;
-    struct fut_io_read rd;
-    struct fut_mpsc_recv rv;
-    struct fut_select2 sel;
+    struct fut_io_read rd; struct fut_mpsc_recv rv; struct fut_select2 sel;
     for (;;) {
         fut_io_read_init(&rd, io, buf + have, sizeof buf - have);
         fut_mpsc_recv_init(&rv, &rx, &m);
@@ -99,13 +98,13 @@ int main(int argc, char **argv)
 {
     int w = argc > 3 ? atoi(argv[2]) : 0, s[] = {SIGINT, SIGTERM};
     struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};
-    struct fut_runtime *rt;
-    struct sockaddr_storage ss; socklen_t len;
+    struct fut_runtime *rt; struct sockaddr_storage ss; socklen_t len;
     if (argc < 2 || fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
         fut_addr_parse(NULL, atoi(argv[argc - 1]), &ss, &len) ||
         fut_tcp_listen((struct sockaddr *)&ss, len, 0, &ln) ||
         fut_io_local_addr(ln, &ss, &len))
         return 2; /* cannot start: what was made dies with the process */
+    fprintf(stderr, "backend: %s\n", fut_runtime_backend(rt));
     dprintf(1, "listening on %d\n", fut_addr_port(&ss));
     struct fut_shutdown sd; /* signal -> token -> 2 s grace -> cancel */
     fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);

@@ -1,7 +1,8 @@
 /* echo_fiber: a TCP echo server, one fiber per connection (fut/fiber.h).
  * Run: echo_fiber [--workers N] PORT (N >= 1: multi-thread; PORT 0: any,
- * printed as "listening on P"). SIGINT/SIGTERM: stop accepting; each
- * connection closes at its next read, the rest are cancelled after 2 s. */
+ * printed as "listening on P"; "backend: NAME" on stderr). SIGINT/SIGTERM:
+ * stop accepting; each connection closes at its next read, the rest are
+ * cancelled after 2 s. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,14 +39,13 @@ int main(int argc, char **argv)
 {
     int w = argc > 3 ? atoi(argv[2]) : 0, s[] = {SIGINT, SIGTERM};
     struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};
-    struct fut_runtime *rt;
-    struct sockaddr_storage ss;
-    socklen_t len;
+    struct fut_runtime *rt; struct sockaddr_storage ss; socklen_t len;
     if (argc < 2 || fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
         fut_addr_parse(NULL, atoi(argv[argc - 1]), &ss, &len) ||
         fut_tcp_listen((struct sockaddr *)&ss, len, 0, &ln) ||
         fut_io_local_addr(ln, &ss, &len))
         return 2; /* cannot start: what was made dies with the process */
+    fprintf(stderr, "backend: %s\n", fut_runtime_backend(rt));
     dprintf(1, "listening on %d\n", fut_addr_port(&ss));
     struct fut_shutdown sd; /* signal -> token -> 2 s grace -> cancel */
     fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);

@@ -9,7 +9,8 @@
  * The pool (process-wide, one mutex) keeps freed stacks of the default
  * size for the next spawn - a spawn + join then costs no syscall. Rules:
  *   - at most POOL_MAX stacks wait; a stack given back to a full pool is
- *     unmapped;
+ *     unmapped (at once: no madvise first, which a burst of spawns
+ *     beyond the pool would pay for nothing, one syscall per fiber);
  *   - the first POOL_HOT keep their pages (the next fiber finds them
  *     committed: no page faults); a stack parked beyond POOL_HOT has its
  *     pages given back first (madvise MADV_DONTNEED, outside the lock),
@@ -139,6 +140,10 @@ void fut__stack_put(struct fut__stack *s)
     fut__mutex_lock(&pool_lock);
     size_t n = pool_n;
     fut__mutex_unlock(&pool_lock);
+    if (n >= POOL_MAX) { /* full (racy: at worst a stack not pooled) */
+        stack_unmap(s);
+        return;
+    }
     int release = n >= POOL_HOT;
     if (release) /* outside the lock: a syscall */
         madvise(s->lo, s->usable, MADV_DONTNEED);
