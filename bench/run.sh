@@ -14,9 +14,17 @@
 #   ONLY='spawn|oneshot' bench/run.sh   regex on benchmark names
 #   NO_WRK=1                            skip http_wrk
 #   WRK_SECS=5                          duration of each wrk run
+#   ECHO1K_TOTAL=500000                 round trips of each tcp_echo_1k run
+#   SYSCALLS=auto                       how the servers' syscalls are
+#                                       counted: perf (tracepoints), strace,
+#                                       none; auto = perf if it can, else
+#                                       strace
+#   NO_GO=1                             no Go server rows (default: when
+#                                       Go is built)
 #   GO_ALL=1                            also the Go peer on every benchmark it
 #                                       has (default: only where a target
-#                                       names Go: mpsc_*)
+#                                       names Go: mpsc_*; the servers: see
+#                                       NO_GO)
 #   BUILD_DIR=<repo>/build-bench        fut's build directory
 #   FUT_LTO=ON                          fut built with link-time optimization
 #                                       (-DFUT_LTO, gcc), as the Tokio peer is
@@ -33,10 +41,13 @@
 # What fut has is asked, never assumed: every program build-bench/bench/bench_*
 # answers '<prog> list' with "<name> <flavor>" lines (bench/common.h), and
 # '<prog> bench <name> <flavor>' runs one; exit 77 = unsupported (skipped).
-# The servers examples/echo_server and examples/http_hello, when built, are
-# started as '<server> <ct|mt1|mt2> <port>' (the Tokio peer's order) and
-# driven by the peers' loadgen and by wrk exactly as peers/run_all.sh does;
-# a server that exits 77 before listening does not have that flavor.
+# The servers (tcp_echo, tcp_echo_1k, http_wrk): fut's examples echo_server,
+# echo_fiber and http_hello on each I/O backend (FUT_IO_BACKEND), Tokio,
+# libuv, nginx (http_wrk) and Go, each driven by the peers' loadgen or by wrk
+# as peers/run_all.sh does, twice: a timed run and a syscall-count run (see
+# "server rows" below and bench/servers.sh). A server that does not start
+# (exit 77: the build lacks the flavor; a backend the kernel or the build
+# does not have) gives a SKIP line saying why, and the run goes on.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,8 +55,11 @@ ROOT=$(dirname "$HERE")
 REPS=${REPS:-3}
 ONLY=${ONLY:-.}
 WRK_SECS=${WRK_SECS:-5}
+ECHO1K_TOTAL=${ECHO1K_TOTAL:-500000}
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
 PEERS_SRC=${PEERS_SRC:-$ROOT/../shared/peers}
+# from a worktree under /work/wt/<name>: the peers are two levels up
+[ -d "$PEERS_SRC" ] || [ ! -d "$ROOT/../../shared/peers" ] || PEERS_SRC=$ROOT/../../shared/peers
 PEERS=${PEERS_WORKDIR:-${TMPDIR:-/tmp}/fut-peers}
 export PATH="$HOME/.cargo/bin:/usr/lib/go/bin:$PATH"
 
@@ -59,6 +73,25 @@ LOG=$HERE/results/$STAMP.log
 say() { echo "$*" >&2; }
 die() { say "run.sh: $*"; exit 1; }
 note() { echo "# $*" >>"$OUT"; say "$*"; }
+
+# ----------------------------------------------------------- Debian packages
+# What the benchmarks use beyond the peers' packages (peers/setup.sh, below):
+# nginx-light (http_wrk's nginx row), wrk, strace and perf (linux-perf: the
+# syscall counts), valgrind (bench/callgrind_echo.sh), ss (iproute2: whose
+# port is whose), liburing-dev (fut's io_uring backend, found at configure).
+# Installed when missing, as root; nothing is done when all are there.
+BENCH_DEBS="nginx-light wrk strace linux-perf valgrind iproute2 liburing-dev"
+missing_debs() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
+MISSING_DEBS=$(missing_debs $BENCH_DEBS | tr '\n' ' ')
+if [ -n "${MISSING_DEBS// /}" ] && [ "$(id -u)" != 0 ]; then
+    say "warning: missing Debian packages: $MISSING_DEBS(run as root to install them; what needs them is skipped)"
+elif [ -n "${MISSING_DEBS// /}" ]; then
+    say "== apt-get install $MISSING_DEBS"
+    # shellcheck disable=SC2086 # a list of package names
+    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $MISSING_DEBS; } >>"$LOG" 2>&1 ||
+        die "apt-get install $MISSING_DEBS failed (see $LOG)"
+fi
+command -v ss >/dev/null 2>&1 || die "ss (iproute2) is needed: it tells whose port is whose"
 
 # ----------------------------------------------------------------- build fut
 say "== build fut ($BUILD)"
@@ -75,7 +108,7 @@ fi
 cmake --build "$BUILD" --target fut_benches >>"$LOG" 2>&1 ||
     die "building the benchmarks failed (see $LOG)"
 TARGETS=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([^:]*\):.*/\1/p')
-for t in echo_server http_hello; do
+for t in echo_server echo_fiber http_hello; do
     if echo "$TARGETS" | grep -qx "examples/$t\|$t"; then
         cmake --build "$BUILD" --target "$t" >>"$LOG" 2>&1 ||
             say "warning: building $t failed; its rows are skipped (see $LOG)"
@@ -83,8 +116,7 @@ for t in echo_server http_hello; do
 done
 
 # -------------------------------------------------------------- build peers
-need_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
-if ! need_pkg librust-tokio-dev || ! need_pkg libuv1-dev; then
+if [ -n "$(missing_debs librust-tokio-dev libuv1-dev)" ]; then
     [ "$(id -u)" = 0 ] || die "the peers' packages are missing: run $PEERS_SRC/setup.sh as root"
     say "== peers' packages missing: $PEERS_SRC/setup.sh"
     bash "$PEERS_SRC/setup.sh" >>"$LOG" 2>&1 || die "setup.sh failed (see $LOG)"
@@ -103,6 +135,8 @@ if command -v go >/dev/null 2>&1; then
 fi
 HAVE_WRK=0
 command -v wrk >/dev/null 2>&1 && [ -z "${NO_WRK:-}" ] && HAVE_WRK=1
+HAVE_NGINX=0
+command -v nginx >/dev/null 2>&1 && HAVE_NGINX=1
 
 TOKIO=$PEERS/tokio/target/release/tokio-peer-bench
 UV=$PEERS/libuv/uvbench
@@ -110,11 +144,14 @@ GOB=$PEERS/go/gobench
 LOADGEN=$PEERS/loadgen/loadgen
 XTHREAD=$PEERS/baseline_c/xthread
 CLK_TCK=$(getconf CLK_TCK)
+# tcp_echo_1k: 1,000 connections in the load generator, as many in the server
+ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
 # Benchmarks of the peers, in the order of the table.
 ORDER="spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local
 mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join
-mutex_contended xthread_wake tcp_echo http_wrk"
+mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk"
+SERVER_BENCHES=" tcp_echo tcp_echo_1k http_wrk "
 TOKIO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join mutex_contended "
 GO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot xthread_wake "
 
@@ -141,17 +178,8 @@ if [ ! -x "$BUILD/bench/bench_sync" ]; then
     say "warning: $BUILD/bench/bench_sync was not built: mpsc_1p1c, mpsc_4p1c and mutex_contended will be listed as not in fut yet"
 fi
 # ---- end of sync benchmarks -------------------------------------------------
-SERVERS=""   # "<bench> <kind> <binary>"
-for s in "tcp_echo echo echo_server" "http_wrk http http_hello"; do
-    set -- $s
-    for bin in "$BUILD/examples/$3" "$BUILD/$3"; do
-        if [ -x "$bin" ]; then SERVERS+="$1 $2 $bin"$'\n'; break; fi
-    done
-done
-
 fut_flavors() { echo "$FUT_ROWS" | awk -v b="$1" '$1 == b { print $2 }'; }
 fut_cmd() { echo "$FUT_ROWS" | awk -v b="$1" -v f="$2" '$1 == b && $2 == f { $1 = ""; $2 = ""; sub(/^  /, ""); print; exit }'; }
-server_of() { echo "$SERVERS" | awk -v b="$1" '$1 == b { print $2, $3 }'; }
 sel() { echo "$1" | grep -Eq -- "$ONLY"; }
 has() { case "$1" in *" $2 "*) return 0 ;; esac; return 1; }
 
@@ -159,7 +187,7 @@ RUN_BENCHES=""
 MISSING=""
 for b in $ORDER; do
     sel "$b" || continue
-    if [ -n "$(fut_flavors "$b")" ] || [ -n "$(server_of "$b")" ]; then
+    if [ -n "$(fut_flavors "$b")" ] || has "$SERVER_BENCHES" "$b"; then
         if [ "$b" = http_wrk ] && [ $HAVE_WRK = 0 ]; then continue; fi
         RUN_BENCHES+="$b "
     else
@@ -192,57 +220,141 @@ run_bench() {
     echo "$out" | grep '^RESULT ' | while read -r l; do emit "$l"; done
 }
 
-proc_cpu_ms() { awk -v t="$CLK_TCK" '{printf "%.0f", ($14+$15)*1000/t}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# -------------------------------------------------------------- server rows
+# Every server row is two runs of a fresh server process under the same
+# load: the timed run (rate and latency from the load generator; the
+# server's user and system CPU from /proc/PID/stat around the load) and
+# the count run (every syscall the server's threads enter, counted by
+# bench/servers.sh: perf stat on the syscall tracepoints, or strace; both
+# slow the server, hence a run of its own). One RESULT line carries both:
+# server_cpu_us_per_op (user+system), server_user_us_per_op,
+# server_syscalls_per_op and server_syscalls_top (the syscalls entered
+# most, per op; 'other' = those not counted by name). Both figures cover
+# the whole load, connecting and the load generator's warm-up included
+# (20 round trips per connection: 0.5% of tcp_echo's, 4% of tcp_echo_1k's),
+# the same for every server.
+. "$HERE/servers.sh"
+# (only by this shell: the subshells of $(...) would run it too)
+trap '[ "$BASHPID" = $$ ] && rm -rf "$SRV_TMP"' EXIT
+COUNTER=$(srv_counter_pick "${SYSCALLS:-auto}")
 
-PORT=7600
-# next_port: the next port nobody listens on (another run may be going on)
-next_port() {
-    PORT=$((PORT + 1))
-    while port_open "$PORT"; do PORT=$((PORT + 1)); done
+# skip_row BENCH PEER CONFIG NOTE: the row was not measured, and why
+skip_row() {
+    emit "SKIP bench=$1 peer=$2 config=$3 note=$(echo "$4" | tr -s '\n\t ' ' ' | sed 's/ *$//')"
 }
 
-# run_server KIND(echo|http) PEER CONFIG SERVERCMD... (the port is appended)
-run_server() {
-    local kind=$1 peer=$2 cfg=$3; shift 3
-    next_port
-    echo "--- $* $PORT" >>"$LOG"
-    "$@" "$PORT" 2>>"$LOG" &
-    local spid=$! up=0
-    for _ in $(seq 1 200); do
-        if port_open "$PORT"; then up=1; break; fi
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.05
-    done
-    if [ $up = 0 ]; then
-        local rc=0
-        if kill -0 "$spid" 2>/dev/null; then kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; rc=-1
-        else wait "$spid"; rc=$?; fi
-        if [ $rc -eq 77 ]; then say "skip (unsupported): $*"; else say "FAILED: server did not listen (rc=$rc): $*"; fi
+field() { echo "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
+
+# drive BENCH PEER CONFIG: BENCH's load against SRV_PORT, as a RESULT line.
+drive() {
+    case "$1" in
+    tcp_echo) srv_load_echo "$SRV_PORT" "$2" "$3" 50 200000 tcp_echo ;;
+    tcp_echo_1k) srv_load_echo "$SRV_PORT" "$2" "$3" 1000 "$ECHO1K_TOTAL" tcp_echo_1k ;;
+    http_wrk) srv_load_http "$SRV_PORT" "$2" "$3" ;;
+    esac
+}
+
+# count_fields BENCH PEER CONFIG MODE CMD...: the count run; prints the
+# syscall fields of the row (nothing, with a warning, when it failed).
+count_fields() {
+    local b=$1 peer=$2 cfg=$3 mode=$4 line="" ops
+    shift 4
+    [ "$COUNTER" != none ] || return 0
+    if ! srv_start "$mode" 10 "$@"; then
+        say "warning: syscall count of $b $peer $cfg: $SRV_NOTE"
+        return 0
+    fi
+    CNT_TOTAL=""
+    if srv_count_start "$COUNTER" "$SRV_PID"; then
+        line=$(drive "$b" "$peer" "$cfg")
+        srv_count_stop || CNT_TOTAL=""
+    fi
+    srv_stop
+    ops=$(field "$line" ops)
+    if [ -z "$CNT_TOTAL" ] || [ -z "$ops" ] || [ "$ops" = 0 ]; then
+        say "warning: syscall count of $b $peer $cfg: ${SRV_NOTE:-the load failed}"
+        return 0
+    fi
+    echo "$CNT_BY" | awk -v total="$CNT_TOTAL" -v n="$ops" -v how="$COUNTER" '
+        NF == 2 { named += $1; if (k < 4) top = top sep $2 ":" sprintf("%.2f", $1 / n); sep = ","; k++ }
+        END {
+            if (total - named > 0.005 * n) top = top sep "other:" sprintf("%.2f", (total - named) / n)
+            printf " server_syscalls_per_op=%.3f server_syscalls_top=%s syscall_counter=%s count_ops=%d", total / n, (top == "" ? "-" : top), how, n
+        }'
+}
+
+# server_row BENCH PEER CONFIG MODE CMD...: the timed run, the count run,
+# one RESULT line (or a SKIP line). MODE: srv_start's (bench/servers.sh).
+server_row() {
+    local b=$1 peer=$2 cfg=$3 mode=$4 asked="" said line u0 s0 u1 s1 ops cpu
+    shift 4
+    if [ "$1" = env ]; then
+        case "$2" in FUT_IO_BACKEND=*) asked=${2#*=} ;; esac
+    fi
+    if ! srv_start "$mode" 10 "$@"; then
+        [ "$SRV_RC" = 77 ] && SRV_NOTE="the build lacks this flavor (exit 77)"
+        skip_row "$b" "$peer" "$cfg" "$SRV_NOTE"
         return
     fi
-    local c0 c1 line ops
-    c0=$(proc_cpu_ms "$spid")
-    if [ "$kind" = echo ]; then
-        line=$(timeout 150 "$LOADGEN" "$PORT" "$peer" "$cfg" 50 200000 64 2>>"$LOG" | grep '^RESULT ')
-    else
-        local w
-        w=$(timeout $((WRK_SECS + 30)) wrk -t1 -c50 -d"${WRK_SECS}s" --latency "http://127.0.0.1:$PORT/" 2>>"$LOG")
-        echo "$w" >>"$LOG"
-        line=$(echo "$w" | awk -v peer="$peer" -v cfg="$cfg" -v secs="$WRK_SECS" '
-            function us(x) { if (x ~ /us$/) return x+0; if (x ~ /ms$/) return x*1000; if (x ~ /s$/) return x*1e6; return x }
-            /requests in/ { n = $1 }
-            /Requests\/sec/ { rps = $2 }
-            $1 == "50%" { p50 = us($2) }
-            $1 == "99%" { p99 = us($2) }
-            /Socket errors|Non-2xx/ { err = 1 }
-            END { if (rps != "") printf "RESULT bench=http_wrk peer=%s config=%s value=%.0f unit=req/s ops=%d wall_ms=%d conns=50 wrk_threads=1 p50_us=%.1f p99_us=%.1f%s\n", peer, cfg, rps, n, secs*1000, p50, p99, (err ? " wrk_errors=1" : "") }')
+    read -r u0 s0 <<<"$(srv_cpu "$SRV_PID")"
+    line=$(drive "$b" "$peer" "$cfg")
+    read -r u1 s1 <<<"$(srv_cpu "$SRV_PID")"
+    said=$(srv_backend_said)
+    srv_stop
+    if [ -z "$line" ]; then
+        skip_row "$b" "$peer" "$cfg" "the load failed (see $LOG)"
+        return
     fi
-    c1=$(proc_cpu_ms "$spid")
-    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-    if [ -z "$line" ]; then say "FAILED: $kind client against $peer $cfg"; return; fi
-    ops=$(echo "$line" | sed -n 's/.* ops=\([0-9]*\).*/\1/p')
-    emit "$line server_cpu_ms=$((c1 - c0)) server_cpu_us_per_op=$(awk -v c=$((c1 - c0)) -v n="$ops" 'BEGIN{printf "%.2f", n ? c*1000/n : 0}')"
+    if [ -n "$asked" ] && [ -n "$said" ] && [ "$said" != "$asked" ]; then
+        skip_row "$b" "$peer" "$cfg" "FUT_IO_BACKEND=$asked, but the server said backend: $said"
+        return
+    fi
+    ops=$(field "$line" ops)
+    cpu=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v n="$ops" 'BEGIN {
+        printf "server_cpu_ms=%d server_cpu_us_per_op=%.2f server_user_us_per_op=%.2f",
+               u + s, n ? (u + s) * 1000 / n : 0, n ? u * 1000 / n : 0 }')
+    emit "$line $cpu${asked:+ io_backend=$asked}$(count_fields "$b" "$peer" "$cfg" "$mode" "$@")"
+}
+
+# fut_row BENCH CONFIG BACKEND EXAMPLE ARGS...: one of fut's examples (they
+# take [--workers N] PORT and print the port they bound for PORT 0).
+fut_row() {
+    local b=$1 cfg=$2 be=$3 bin=$BUILD/examples/$4
+    shift 4
+    if [ ! -x "$bin" ]; then
+        skip_row "$b" fut "$cfg" "$bin was not built"
+        return
+    fi
+    server_row "$b" fut "$cfg" print env FUT_IO_BACKEND="$be" "$bin" "$@"
+}
+
+# server_rows BENCH: fut's rows (epoll, then io_uring, in each config),
+# then every peer's (the references: Tokio, libuv, nginx; Go for comparison).
+server_rows() {
+    local b=$1 kind=echo ex=echo_server fl cfg
+    [ "$b" = http_wrk ] && kind=http ex=http_hello
+    for fl in ct mt2; do
+        cfg=$(cfg_of $fl)
+        # shellcheck disable=SC2046 # the workers option is two words or none
+        fut_row "$b" "$cfg" epoll $ex $(server_args $fl)
+        # shellcheck disable=SC2046
+        fut_row "$b" "${cfg}_uring" io_uring $ex $(server_args $fl)
+    done
+    if [ $kind = echo ]; then
+        fut_row "$b" current_thread_fiber epoll echo_fiber
+        fut_row "$b" current_thread_fiber_uring io_uring echo_fiber
+    fi
+    for fl in ct mt1 mt2; do
+        server_row "$b" tokio "$(cfg_of $fl)" probe "$TOKIO" "$kind-server" "$fl"
+    done
+    server_row "$b" libuv default_loop probe "$UV" "$kind-server"
+    if [ $kind = http ] && [ $HAVE_NGINX = 1 ]; then
+        server_row "$b" nginx worker_processes1 probe srv_nginx
+    fi
+    if [ $HAVE_GO = 1 ] && [ -z "${NO_GO:-}" ]; then
+        server_row "$b" go gomaxprocs1 probe env GOMAXPROCS=1 "$GOB" "$kind-server"
+        server_row "$b" go gomaxprocs2 probe env GOMAXPROCS=2 "$GOB" "$kind-server"
+    fi
 }
 
 server_args() { case "$1" in mt1) echo --workers 1 ;; mt2) echo --workers 2 ;; esac; }
@@ -251,21 +363,9 @@ go_procs() { case "$1" in ct | mt1) echo 1 ;; *) echo 2 ;; esac; }
 
 # run_one BENCH: fut's rows of BENCH, each followed by its reference rows.
 run_one() {
-    local b=$1 fl kind bin
-    if [ -n "$(server_of "$b")" ]; then
-        read -r kind bin <<<"$(server_of "$b")"
-        # fut's servers take [--workers N] PORT (0 = current-thread).
-        for fl in ct mt1 mt2; do
-            run_server "$kind" fut "$(cfg_of $fl)" "$bin" $(server_args $fl)
-        done
-        run_server "$kind" tokio current_thread "$TOKIO" "$kind-server" ct
-        run_server "$kind" tokio multi_thread_w1 "$TOKIO" "$kind-server" mt1
-        run_server "$kind" tokio multi_thread_w2 "$TOKIO" "$kind-server" mt2
-        run_server "$kind" libuv default_loop "$UV" "$kind-server"
-        if [ $HAVE_GO = 1 ] && [ -n "${GO_ALL:-}" ]; then
-            run_server "$kind" go gomaxprocs1 env GOMAXPROCS=1 "$GOB" "$kind-server"
-            run_server "$kind" go gomaxprocs2 env GOMAXPROCS=2 "$GOB" "$kind-server"
-        fi
+    local b=$1 fl
+    if has "$SERVER_BENCHES" "$b"; then
+        server_rows "$b"
         return
     fi
     for fl in $(fut_flavors "$b"); do

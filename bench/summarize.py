@@ -14,8 +14,18 @@ peer in the same config (current_thread, multi_thread_w2), except:
   xthread_wake        the C futex floor (c_baseline futex); Tokio's
                       2x_current_thread and the eventfd floor follow as
                       rows without a target
-  tcp_echo, http_wrk  the best of every Tokio config and libuv (rates:
-                      higher is better, so the target is a floor)
+  servers             tcp_echo, tcp_echo_1k, http_wrk: three checks per
+                      fut row, against the best of the reference peers
+                      in the run (every config of each): the rate
+                      (higher is better, so its target is a floor),
+                      server CPU per op (server_cpu_us_per_op, the
+                      lowest peer) and syscalls per op
+                      (server_syscalls_per_op; its target is absolute,
+                      the lowest peer is shown for scale). The
+                      reference peers are those the target names
+                      (bench/targets.txt), else Tokio and libuv (and
+                      nginx for http_wrk). A target whose fut row was
+                      not run shows the SKIP note run.sh wrote.
 plus the secondary checks the issues ask for (mpsc against Go's channels,
 timers' peak RSS against libuv's, idle-task bytes minus the future's own
 size). A fut row with 'versus' or 'absolute' targets (the fiber benchmarks,
@@ -38,18 +48,29 @@ ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
          "oneshot_local", "mpsc_1p1c", "mpsc_4p1c", "timers",
          "idle_task_pending", "idle_task_oneshot", "scope_join",
          "mutex_contended", "xthread_wake", "fiber_yield", "fiber_spawn",
-         "idle_fiber", "tcp_echo", "http_wrk"]
+         "idle_fiber", "tcp_echo", "tcp_echo_1k", "http_wrk"]
 
 RATE_UNITS = ("roundtrips/s", "req/s")
+SERVER_BENCHES = ("tcp_echo", "tcp_echo_1k", "http_wrk")
+# The references of a server row without a target naming its own.
+SERVER_PEERS = {"tcp_echo": ("tokio", "libuv"), "tcp_echo_1k": ("tokio", "libuv"),
+                "http_wrk": ("tokio", "libuv", "nginx")}
+# A server check: (kind, field of the RESULT line, unit shown, lower is
+# better). 'syscalls' targets are absolute.
+SERVER_CHECKS = (("rate", "value", None, False),
+                 ("cpu", "server_cpu_us_per_op", "server CPU us/op", True),
+                 ("syscalls", "server_syscalls_per_op", "syscalls/op", True))
 
 CT, MT2 = "current_thread", "multi_thread_w2"
 
 
 def load_targets(path):
     """bench/targets.txt: the issues' targets (its header says the format).
-    Returns (ratio targets by (bench, fut config), the rate target, the
-    idle-task overhead bound)."""
-    ratios, rate, idle = {}, None, None
+    Returns (ratio targets by (bench, fut config), server targets by (kind,
+    bench, fut config) as (bound, reference peers or None), the idle-task
+    overhead bound, 'versus' targets by (bench, fut config), 'absolute'
+    bounds by (bench, fut config))."""
+    ratios, servers, idle = {}, {}, None
     versus, absolute = OrderedDict(), {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -58,8 +79,11 @@ def load_targets(path):
                 continue
             if w[0] == "ratio" and len(w) == 4:
                 ratios[(w[1], w[2])] = float(w[3])
-            elif w[0] == "rate" and len(w) == 2:
-                rate = float(w[1])
+            elif w[0] in ("rate", "cpu") and len(w) == 5:
+                servers[(w[0], w[1], w[2])] = (float(w[3]),
+                                               tuple(w[4].split(",")))
+            elif w[0] == "syscalls" and len(w) == 4:
+                servers[(w[0], w[1], w[2])] = (float(w[3]), None)
             elif w[0] == "idle_overhead" and len(w) == 2:
                 idle = float(w[1])
             elif w[0] == "versus" and len(w) == 7:
@@ -69,10 +93,10 @@ def load_targets(path):
                 absolute[(w[1], w[2])] = float(w[3])
             else:
                 sys.exit(f"{path}:{n}: cannot read '{line.strip()}'")
-    return ratios, rate, idle, versus, absolute
+    return ratios, servers, idle, versus, absolute
 
 
-(RATIO_TARGETS, RATE_TARGET, IDLE_OVERHEAD_MAX, VERSUS_TARGETS,
+(RATIO_TARGETS, SERVER_TARGETS, IDLE_OVERHEAD_MAX, VERSUS_TARGETS,
  ABSOLUTE_TARGETS) = load_targets(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.txt"))
 
@@ -86,18 +110,30 @@ EXTRA = {
     "idle_task_oneshot": ["spawn_ns_per_task", "maxrss_kb", "future_bytes"],
     "idle_fiber": ["spawn_ns_per_fiber", "maxrss_kb", "stack_bytes",
                    "heap_bytes"],
-    "tcp_echo": ["p50_us", "p99_us", "server_cpu_us_per_op"],
-    "http_wrk": ["p50_us", "p99_us", "server_cpu_us_per_op"],
 }
+SERVER_EXTRA = ["p50_us", "p99_us", "server_cpu_us_per_op",
+                "server_user_us_per_op", "server_syscalls_per_op"]
+for _b in SERVER_BENCHES:
+    EXTRA[_b] = SERVER_EXTRA
 DEFAULT_EXTRA = ["cpu_ns_per_op", "maxrss_kb"]
 
 
 def parse(paths):
-    """{(bench, peer, config): [fields, ...]} in first-seen order."""
+    """{(bench, peer, config): [fields, ...]} in first-seen order; the SKIP
+    lines (a row not measured: 'note=' and the rest of the line say why)
+    go to SKIPS."""
     rows = OrderedDict()
     for path in paths:
         with open(path) as fp:
             for line in fp:
+                if line.startswith("SKIP "):
+                    head, _, note = line.rstrip("\n").partition(" note=")
+                    kv = dict(t.split("=", 1) for t in head.split()[1:]
+                              if "=" in t)
+                    if {"bench", "peer", "config"} <= kv.keys():
+                        SKIPS.setdefault((kv["bench"], kv["peer"],
+                                          kv["config"]), []).append(note)
+                    continue
                 if not line.startswith("RESULT "):
                     continue
                 kv = {}
@@ -111,6 +147,9 @@ def parse(paths):
     return rows
 
 
+SKIPS = OrderedDict()  # (bench, peer, config) -> [note, ...]
+
+
 def num(runs, field):
     return [float(r[field]) for r in runs if field in r]
 
@@ -120,15 +159,22 @@ def median(runs, field="value"):
     return statistics.median(vals) if vals else None
 
 
-def spread(runs):
-    vals = num(runs, "value")
+def spread(runs, field="value"):
+    vals = num(runs, field)
     m = statistics.median(vals)
     return (max(vals) - min(vals)) / m * 100 if m else 0.0
 
 
-def fmt(x):
+# Fields shown with two decimals (per-op figures near 1, and targets on them).
+TWO_DECIMALS = ("server_cpu_us_per_op", "server_user_us_per_op",
+                "server_syscalls_per_op")
+
+
+def fmt(x, field=None):
     if x is None:
         return "-"
+    if field in TWO_DECIMALS:
+        return f"{x:.2f}"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     if abs(x) >= 100:
@@ -136,8 +182,10 @@ def fmt(x):
     return f"{x:.1f}"
 
 
-def cell(runs):
-    return f"{fmt(median(runs))} [{spread(runs):.0f}%]"
+def cell(runs, field="value"):
+    if not num(runs, field):
+        return "-"
+    return f"{fmt(median(runs, field), field)} [{spread(runs, field):.0f}%]"
 
 
 def bench_key(b):
@@ -149,14 +197,70 @@ def reference(rows, bench, config):
     if bench == "xthread_wake":
         k = (bench, "c_baseline", "futex")
         return ("c_baseline futex", rows.get(k))
-    if bench in ("tcp_echo", "http_wrk"):
-        best = None
-        for (b, peer, cfg), runs in rows.items():
-            if b == bench and peer in ("tokio", "libuv"):
-                if best is None or median(runs) > median(best[1]):
-                    best = (f"best: {peer} {cfg}", runs)
-        return best if best else ("tokio / libuv", None)
+    if bench in SERVER_BENCHES:
+        return best_peer(rows, bench, SERVER_PEERS[bench], "value", False)
     return (f"tokio {config}", rows.get((bench, "tokio", config)))
+
+
+def best_peer(rows, bench, peers, field, lower):
+    """(label, runs) of the best of every config of 'peers' on 'field'
+    (by median; the lowest when 'lower')."""
+    best = None
+    for (b, peer, cfg), runs in rows.items():
+        if b != bench or peer not in peers or median(runs, field) is None:
+            continue
+        m = median(runs, field)
+        if best is None or (m < best[0] if lower else m > best[0]):
+            best = (m, f"{'lowest' if lower else 'best'}: {peer} {cfg}", runs)
+    if best is None:
+        return (" / ".join(peers), None)
+    return best[1:]
+
+
+def server_checks(rows, bench, config, runs):
+    """The three checks of fut's server row (bench, config); 'runs' = None
+    when it was not run (a target's row then says why)."""
+    out = []
+    for kind, field, unit, lower in SERVER_CHECKS:
+        bound, peers = SERVER_TARGETS.get((kind, bench, config), (None, None))
+        if bound is None and (runs is None or not num(runs, field)):
+            continue  # nothing to check, nothing measured
+        peers = peers or SERVER_PEERS[bench]
+        label, ref = best_peer(rows, bench, peers, field, lower)
+        if unit is None:
+            unit = (runs or ref or [{}])[0].get("unit", "rate")
+        if runs is None or not num(runs, field):
+            notes = SKIPS.get((bench, "fut", config))
+            why = f"(skipped: {notes[-1]})" if notes else "(no run)"
+            if runs is not None:
+                why = f"(no {field})"
+            out.append([bench, config, unit, why, label,
+                        cell(ref, field) if ref else "(no run)", "-", "-",
+                        fmt_target(bound, not lower) if kind != "syscalls"
+                        else fmt_abs(bound), "-"])
+            continue
+        if kind == "syscalls":
+            out.append(absolute_row(bench, config, unit, runs, field, label,
+                                    ref, bound))
+        else:
+            out.append(check_row(bench, config, unit, cell(runs, field),
+                                 median(runs, field), label, ref, bound,
+                                 not lower, field=field, fut_runs=runs))
+    return out
+
+
+def fmt_abs(bound):
+    return "-" if bound is None else f"<= {bound:.2f} (absolute)"
+
+
+def absolute_row(bench, config, unit, runs, field, label, ref, bound):
+    """A check of fut's own figure (its reference shown for scale)."""
+    fm = median(runs, field)
+    rm = median(ref, field) if ref else None
+    met = "-" if bound is None else ("yes" if fm <= bound else "no")
+    return [bench, config, unit, cell(runs, field), label,
+            cell(ref, field) if ref else "(no run)",
+            f"{fm / rm:.2f}" if rm else "-", "-", fmt_abs(bound), met]
 
 
 def ratio_rows(rows):
@@ -166,6 +270,9 @@ def ratio_rows(rows):
                       key=lambda k: (bench_key(k[0]), k[0], k[2]))
     for bench, _, config in fut_keys:
         runs = rows[(bench, "fut", config)]
+        if bench in SERVER_BENCHES:
+            out.extend(server_checks(rows, bench, config, runs))
+            continue
         unit = runs[0].get("unit", "")
         fm = median(runs)
         if (bench, config) in VERSUS_TARGETS or \
@@ -174,10 +281,7 @@ def ratio_rows(rows):
             continue
         label, ref = reference(rows, bench, config)
         rate = unit in RATE_UNITS
-        if rate:
-            target = RATE_TARGET
-        else:
-            target = RATIO_TARGETS.get((bench, config))
+        target = RATIO_TARGETS.get((bench, config))
         out.append(check_row(bench, config, unit, cell(runs), fm, label,
                              ref, target, rate, fut_runs=runs))
         if bench.startswith("mpsc_") and config in GO_CONFIG:
@@ -212,6 +316,13 @@ def ratio_rows(rows):
                 met = "yes" if over <= IDLE_OVERHEAD_MAX else "no"
             out.append([bench, config, f"bytes/task - future ({fmt(fb)} B)",
                         fmt(over), "absolute", "", "", "", target, met])
+    # Targets of server rows fut did not run (a SKIP line, or none at all).
+    ran = {k[0] for k in rows} | {k[0] for k in SKIPS}
+    unrun = OrderedDict.fromkeys(
+        (bench, config) for _, bench, config in SERVER_TARGETS
+        if bench in ran and (bench, "fut", config) not in rows)
+    for bench, config in sorted(unrun, key=lambda k: bench_key(k[0])):
+        out.extend(server_checks(rows, bench, config, None))
     return out
 
 
@@ -231,12 +342,12 @@ def own_target_rows(rows, bench, config, unit, runs):
     return out
 
 
-def paired(fut_runs, ref):
+def paired(fut_runs, ref, field="value"):
     """Median of the per-rep ratios fut_i / ref_i: run.sh runs rep-major,
     so the i-th run of each row comes from the same rep, minutes apart at
     most; on a noisy machine this cancels load that moves between reps.
     None unless both have the same number (>= 2) of runs."""
-    a, b = num(fut_runs or [], "value"), num(ref or [], "value")
+    a, b = num(fut_runs or [], field), num(ref or [], field)
     if len(a) < 2 or len(a) != len(b) or not all(b):
         return None
     return statistics.median(x / y for x, y in zip(a, b))
@@ -248,12 +359,12 @@ def check_row(bench, config, unit, fut_cell, fut_med, label, ref, target,
         return [bench, config, unit, fut_cell, label, "(no run)", "-", "-",
                 fmt_target(target, rate), "-"]
     rm = median(ref, field)
-    ref_cell = cell(ref) if field == "value" else fmt(rm)
+    ref_cell = cell(ref, field) if field != "maxrss_kb" else fmt(rm)
     ratio = fut_med / rm if rm else None
     met = "-"
     if target is not None and ratio is not None:
         met = "yes" if (ratio >= target if rate else ratio <= target) else "no"
-    pr = paired(fut_runs, ref) if field == "value" else None
+    pr = paired(fut_runs, ref, field) if field != "maxrss_kb" else None
     return [bench, config, unit, fut_cell, label, ref_cell,
             f"{ratio:.2f}" if ratio is not None else "-",
             f"{pr:.2f}" if pr is not None else "-",
@@ -293,9 +404,15 @@ def details(rows):
             body.append([k[1], k[2], str(len(vals)), fmt(m),
                          f"{fmt(min(vals))}..{fmt(max(vals))}",
                          f"{spread(runs):.0f}%", rel] +
-                        [fmt(median(runs, f)) for f in extra])
+                        [fmt(median(runs, f), f) for f in extra])
+            if b in SERVER_BENCHES:
+                top = [r["server_syscalls_top"] for r in runs
+                       if "server_syscalls_top" in r]
+                body[-1].append(top[-1].replace(",", ", ") if top else "-")
         print_table(["peer", "config", "n", "median", "min..max", "spread",
-                     "rel"] + extra, body)
+                     "rel"] + extra +
+                    (["syscalls/op by name (last run)"]
+                     if b in SERVER_BENCHES else []), body)
 
 
 def main():
@@ -309,6 +426,11 @@ def main():
                  "fut / ref", "paired", "target", "met"], ratio_rows(rows))
     if missing.split():
         print(f"\nNot in fut yet (no row): {', '.join(missing.split())}")
+    if SKIPS:
+        print("\nSkipped rows (the server did not start or its load "
+              "failed; run.sh's note, times skipped):\n")
+        for (b, peer, cfg), notes in SKIPS.items():
+            print(f"- {b} {peer} {cfg}: {notes[-1]} (x{len(notes)})")
     details(rows)
 
 

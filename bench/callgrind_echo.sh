@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Instructions per echo round trip, fut's echo_server (epoll, current-
+# thread) against the libuv peer's echo server, under callgrind, and where
+# they go by function.
+#
+#   bench/callgrind_echo.sh              N1=20000 N2=100000 round trips
+#   N1=10000 N2=50000 bench/callgrind_echo.sh
+#
+# Each server runs under `valgrind --tool=callgrind` twice, in a fresh
+# process each time, driven by the peers' loadgen (50 connections, 64-byte
+# messages, as tcp_echo) for N1 and then N2 timed round trips, and is
+# stopped with SIGTERM (callgrind writes its counts at exit). Everything
+# that is not per round trip (start-up, 50 accepts, the loadgen's warm-up
+# of 20 round trips per connection, shutdown) is the same in both runs, so
+#   Ir per round trip = (Ir(N2) - Ir(N1)) / (N2 - N1)
+# and the same difference per function (callgrind_annotate, exclusive
+# counts) says where they go. Callgrind counts user-space instructions
+# only: the kernel's side of each read and write is not in these figures.
+#
+# fut is built in its own directory (BUILD_DIR, default build-bench-prof)
+# with run.sh's flags plus -g; the peers are built in PEERS_WORKDIR
+# (default /tmp/fut-peers) as run.sh does. Output: bench/results/
+# callgrind-<stamp>.txt (the tables, also on stdout) and the four
+# callgrind.out files next to it.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+N1=${N1:-20000}
+N2=${N2:-100000}
+TOP=${TOP:-25}
+BUILD=${BUILD_DIR:-$ROOT/build-bench-prof}
+PEERS_SRC=${PEERS_SRC:-$ROOT/../shared/peers}
+[ -d "$PEERS_SRC" ] || [ ! -d "$ROOT/../../shared/peers" ] || PEERS_SRC=$ROOT/../../shared/peers
+PEERS=${PEERS_WORKDIR:-${TMPDIR:-/tmp}/fut-peers}
+STAMP=$(date +%Y%m%d-%H%M%S)
+RES=$HERE/results
+mkdir -p "$RES"
+OUT=$RES/callgrind-$STAMP.txt
+LOG=$RES/callgrind-$STAMP.log
+: >"$OUT"
+: >"$LOG"
+
+say() { echo "$*" >&2; }
+die() { say "callgrind_echo.sh: $*"; exit 1; }
+[ "$N2" -gt "$N1" ] 2>/dev/null || die "N2 ($N2) must be larger than N1 ($N1)"
+
+for p in valgrind iproute2 libuv1-dev; do
+    dpkg -s "$p" >/dev/null 2>&1 && continue
+    [ "$(id -u)" = 0 ] || die "missing Debian package $p (run as root to install it)"
+    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "$p"; } >>"$LOG" 2>&1 ||
+        die "apt-get install $p failed (see $LOG)"
+done
+
+say "== build fut with symbols ($BUILD)"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_C_FLAGS_RELEASE=-O2 -g -DNDEBUG" -DFUT_DEBUG_CHECKS=OFF \
+    -DFUT_BUILD_TESTS=OFF -DFUT_BUILD_MC=OFF -DFUT_BUILD_EXAMPLES=ON \
+    -DFUT_BUILD_BENCH=OFF -DFUT_LTO="${FUT_LTO:-ON}" >>"$LOG" 2>&1 &&
+    cmake --build "$BUILD" --target echo_server >>"$LOG" 2>&1 ||
+    die "building echo_server failed (see $LOG)"
+say "== build the peers' loadgen and libuv server ($PEERS)"
+mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
+    die "cannot copy the peers to $PEERS"
+for d in loadgen libuv; do
+    make -s -C "$PEERS/$d" >>"$LOG" 2>&1 || die "make -C $PEERS/$d failed"
+done
+LOADGEN=$PEERS/loadgen/loadgen
+
+. "$HERE/servers.sh"
+SRV_STOP_SECS=120 # a server under valgrind writes its counts as it exits
+trap '[ "$BASHPID" = $$ ] && rm -rf "$SRV_TMP"' EXIT
+
+# measure NAME MODE N CMD...: CMD under callgrind for N round trips
+# (FUT_IO_BACKEND=epoll in its environment: fut's server runs on epoll);
+# prints the callgrind.out file's path.
+measure() {
+    local name=$1 mode=$2 n=$3 f
+    shift 3
+    f=$RES/callgrind-$STAMP-$name-$n.out
+    say "-- $name, $n round trips"
+    srv_start "$mode" 60 env FUT_IO_BACKEND=epoll \
+        valgrind --tool=callgrind --callgrind-out-file="$f" "$@" ||
+        die "$name did not start under valgrind: $SRV_NOTE"
+    srv_load_echo "$SRV_PORT" "$name" callgrind 50 "$n" tcp_echo >>"$LOG" ||
+        die "the load against $name failed (see $LOG)"
+    srv_stop
+    [ -s "$f" ] || die "no callgrind output from $name (see $LOG)"
+    echo "$f"
+}
+
+# by_function FILE: "<Ir>\t<function>" lines, exclusive, every function;
+# callgrind's "file:function" entries (a function inlined from a header is
+# an entry of its own, named by the header) are summed by function.
+by_function() {
+    callgrind_annotate --inclusive=no --auto=no --threshold=100 "$1" 2>>"$LOG" |
+        awk '$1 ~ /^[0-9,]+$/ && NF >= 2 && $0 !~ /PROGRAM TOTALS/ {
+                 ir = $1; gsub(",", "", ir); $1 = ""
+                 sub(/^ +(\([ 0-9.]+%\) +)?/, ""); obj = ""
+                 if (match($0, / \[[^]]*\]$/)) {
+                     obj = substr($0, RSTART + 2, RLENGTH - 3); sub(/.*\//, "", obj)
+                     $0 = substr($0, 1, RSTART - 1) }
+                 sub(/^[^:]*:/, "")
+                 # no symbol (a static function of a library without debug
+                 # information): the address, in its object
+                 if ($0 ~ /^0x/ && obj != "") $0 = $0 " in " obj
+                 sum[$0] += ir }
+             END { for (f in sum) print sum[f] "\t" f }'
+}
+
+total_ir() {
+    callgrind_annotate --auto=no "$1" 2>>"$LOG" |
+        awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
+}
+
+# report NAME FILE1 FILE2: Ir per round trip and the top functions.
+report() {
+    local name=$1 f1=$2 f2=$3 t1 t2
+    t1=$(total_ir "$f1")
+    t2=$(total_ir "$f2")
+    awk -v n="$name" -v a="$t1" -v b="$t2" -v n1="$N1" -v n2="$N2" 'BEGIN {
+        printf "%s: Ir(%d) = %d, Ir(%d) = %d: %.0f instructions per round trip\n\n",
+               n, n1, a, n2, b, (b - a) / (n2 - n1) }'
+    echo "| Ir per round trip | share | function |"
+    echo "|---|---|---|"
+    join -t $'\t' -j 2 -a 2 -e 0 -o 0,1.1,2.1 \
+        <(by_function "$f1" | sort -t $'\t' -k2,2) \
+        <(by_function "$f2" | sort -t $'\t' -k2,2) |
+        awk -F '\t' -v n1="$N1" -v n2="$N2" -v all="$((t2 - t1))" -v top="$TOP" '
+            { d = ($3 - $2) / (n2 - n1); if (d > 0.05) printf "%.1f\t%s\n", d, $1 }' |
+        sort -t $'\t' -k1,1 -rn | head -"$TOP" |
+        awk -F '\t' -v per="$(((t2 - t1) / (N2 - N1)))" '
+            { printf "| %.1f | %.1f%% | %s |\n", $1, per ? 100 * $1 / per : 0, $2 }'
+    echo
+}
+
+FUT1=$(measure fut_echo_server print "$N1" "$BUILD/examples/echo_server") || exit 1
+FUT2=$(measure fut_echo_server print "$N2" "$BUILD/examples/echo_server") || exit 1
+UV1=$(measure libuv probe "$N1" "$PEERS/libuv/uvbench" echo-server) || exit 1
+UV2=$(measure libuv probe "$N2" "$PEERS/libuv/uvbench" echo-server) || exit 1
+
+{
+    echo "# callgrind_echo.sh $STAMP: N1=$N1 N2=$N2, 50 connections x 64 B;" \
+        "fut $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
+        "$(lscpu | sed -n 's/^Model name: *//p')"
+    echo
+    report "fut echo_server (epoll, current_thread)" "$FUT1" "$FUT2"
+    report "libuv echo-server (default loop)" "$UV1" "$UV2"
+} | tee "$OUT"
+say "== written: $OUT (callgrind files: $RES/callgrind-$STAMP-*.out)"
