@@ -1,0 +1,529 @@
+/* pubsub: the registry and the PUBLISH / (P)SUBSCRIBE / (P)UNSUBSCRIBE
+ * commands (rules in pubsub.h). The channel table has a fixed number of
+ * buckets (PS_BUCKETS; chains grow), patterns are one list matched on
+ * every PUBLISH - as in Redis, PUBLISH costs O(subscribers + patterns). */
+#include "pubsub.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "cmd.h"
+#include "db.h"
+#include "server.h"
+
+#define PS_BUCKETS 1024
+
+struct ps_chan {
+    struct ps_chan *next;
+    struct subscriber **subs;
+    size_t n, cap;
+    size_t len;
+    char name[];
+};
+
+struct ps_pat {
+    struct ps_pat *next;
+    struct subscriber *sub;
+    size_t len;
+    char pat[];
+};
+
+struct pubsub {
+    pthread_mutex_t mu;
+    struct ps_chan *tab[PS_BUCKETS];
+    size_t nchans;
+    struct ps_pat *pats;
+    size_t npats;
+};
+
+int pubsub_init(struct server *srv)
+{
+    srv->ps = calloc(1, sizeof *srv->ps);
+    if (!srv->ps)
+        return -1;
+    pthread_mutex_init(&srv->ps->mu, NULL);
+    return 0;
+}
+
+void pubsub_fini(struct server *srv)
+{
+    if (!srv->ps)
+        return;
+    pthread_mutex_destroy(&srv->ps->mu);
+    free(srv->ps);
+    srv->ps = NULL;
+}
+
+void psmsg_unref(struct psmsg *m)
+{
+    /* acq_rel: the last owner sees every other owner's use before free */
+    if (m && atomic_fetch_sub_explicit(&m->ref, 1, memory_order_acq_rel) == 1)
+        free(m);
+}
+
+static void msg_dtor(void *p)
+{
+    psmsg_unref(*(struct psmsg **)p);
+}
+
+size_t pubsub_count_of(const struct client *cl)
+{
+    return cl->sub ? cl->sub->nchans + cl->sub->npats : 0;
+}
+
+static struct subscriber *sub_of(struct client *cl)
+{
+    if (cl->sub)
+        return cl->sub;
+    struct subscriber *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    if (fut_mpsc_unbounded_new(sizeof(struct psmsg *), msg_dtor, &s->tx,
+                               &s->rx) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->cl = cl;
+    cl->sub = s;
+    return s;
+}
+
+/* ----------------------------------------------------------- the registry */
+
+static struct ps_chan **chan_slot(struct pubsub *ps, const char *n,
+                                  size_t len)
+{
+    struct ps_chan **pp = &ps->tab[db_hash(n, len) & (PS_BUCKETS - 1)];
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->len == len && !memcmp((*pp)->name, n, len))
+            break;
+    return pp;
+}
+
+static int names_find(struct ps_name **v, size_t n, const char *s,
+                      size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i]->len == len && !memcmp(v[i]->s, s, len))
+            return (int)i;
+    return -1;
+}
+
+static int names_add(struct ps_name ***v, size_t *n, size_t *cap,
+                     const char *s, size_t len)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 4;
+        struct ps_name **nv = realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = nc;
+    }
+    struct ps_name *nm = malloc(sizeof *nm + len);
+    if (!nm)
+        return -1;
+    nm->len = len;
+    memcpy(nm->s, s, len);
+    (*v)[(*n)++] = nm;
+    return 0;
+}
+
+static void names_del(struct ps_name **v, size_t *n, int i)
+{
+    free(v[i]);
+    memmove(&v[i], &v[i + 1], (*n - (size_t)i - 1) * sizeof *v);
+    (*n)--;
+}
+
+/* Channel subscribe under the lock: 1 added, 0 already there, -1 OOM. */
+static int chan_add(struct pubsub *ps, struct subscriber *s, const char *n,
+                    size_t len)
+{
+    if (names_find(s->chans, s->nchans, n, len) >= 0)
+        return 0;
+    struct ps_chan **pp = chan_slot(ps, n, len), *c = *pp;
+    if (!c) {
+        c = calloc(1, sizeof *c + len);
+        if (!c)
+            return -1;
+        c->len = len;
+        memcpy(c->name, n, len);
+        *pp = c;
+        ps->nchans++;
+    }
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 4;
+        struct subscriber **ns = realloc(c->subs, nc * sizeof *ns);
+        if (!ns)
+            return -1;
+        c->subs = ns;
+        c->cap = nc;
+    }
+    if (names_add(&s->chans, &s->nchans, &s->chcap, n, len) != 0)
+        return -1;
+    c->subs[c->n++] = s;
+    return 1;
+}
+
+static int chan_del(struct pubsub *ps, struct subscriber *s, const char *n,
+                    size_t len)
+{
+    int i = names_find(s->chans, s->nchans, n, len);
+    if (i < 0)
+        return 0;
+    names_del(s->chans, &s->nchans, i);
+    struct ps_chan **pp = chan_slot(ps, n, len), *c = *pp;
+    for (size_t k = 0; c && k < c->n; k++)
+        if (c->subs[k] == s) {
+            c->subs[k] = c->subs[--c->n];
+            break;
+        }
+    if (c && c->n == 0) {
+        *pp = c->next;
+        free(c->subs);
+        free(c);
+        ps->nchans--;
+    }
+    return 1;
+}
+
+static int pat_add(struct pubsub *ps, struct subscriber *s, const char *p,
+                   size_t len)
+{
+    if (names_find(s->pats, s->npats, p, len) >= 0)
+        return 0;
+    struct ps_pat *e = malloc(sizeof *e + len);
+    if (!e || names_add(&s->pats, &s->npats, &s->patcap, p, len) != 0) {
+        free(e);
+        return -1;
+    }
+    e->sub = s;
+    e->len = len;
+    memcpy(e->pat, p, len);
+    e->next = ps->pats;
+    ps->pats = e;
+    ps->npats++;
+    return 1;
+}
+
+static int pat_del(struct pubsub *ps, struct subscriber *s, const char *p,
+                   size_t len)
+{
+    int i = names_find(s->pats, s->npats, p, len);
+    if (i < 0)
+        return 0;
+    names_del(s->pats, &s->npats, i);
+    for (struct ps_pat **pp = &ps->pats; *pp; pp = &(*pp)->next) {
+        struct ps_pat *e = *pp;
+        if (e->sub == s && e->len == len && !memcmp(e->pat, p, len)) {
+            *pp = e->next;
+            free(e);
+            ps->npats--;
+            break;
+        }
+    }
+    return 1;
+}
+
+void pubsub_client_gone(struct server *srv, struct client *cl)
+{
+    struct subscriber *s = cl->sub;
+    if (!s)
+        return;
+    struct pubsub *ps = srv->ps;
+    pthread_mutex_lock(&ps->mu);
+    while (s->nchans)
+        chan_del(ps, s, s->chans[0]->s, s->chans[0]->len);
+    while (s->npats)
+        pat_del(ps, s, s->pats[0]->s, s->pats[0]->len);
+    pthread_mutex_unlock(&ps->mu);
+    /* no publisher can reach 's' now */
+    fut_mpsc_tx_drop(&s->tx);
+    fut_mpsc_rx_drop(&s->rx); /* buffered messages go to msg_dtor */
+    free(s->chans);
+    free(s->pats);
+    free(s);
+    cl->sub = NULL;
+}
+
+void pubsub_stats(struct server *srv, size_t *channels, size_t *patterns)
+{
+    pthread_mutex_lock(&srv->ps->mu);
+    *channels = srv->ps->nchans;
+    *patterns = srv->ps->npats;
+    pthread_mutex_unlock(&srv->ps->mu);
+}
+
+/* ---------------------------------------------------------------- publish */
+
+static struct psmsg *msg_new(const char *kind, const struct ps_name *pat,
+                             const struct resp_arg *ch,
+                             const struct resp_arg *m)
+{
+    size_t cap = 64 + (pat ? pat->len : 0) + ch->len + m->len;
+    struct psmsg *msg = malloc(sizeof *msg + cap);
+    if (!msg)
+        return NULL;
+    atomic_init(&msg->ref, 0);
+    int n = sprintf(msg->data, "*%d\r\n$%zu\r\n%s\r\n", pat ? 4 : 3,
+                    strlen(kind), kind);
+    if (pat)
+        n += sprintf(msg->data + n, "$%zu\r\n%.*s\r\n", pat->len,
+                     (int)pat->len, pat->s);
+    n += sprintf(msg->data + n, "$%zu\r\n", ch->len);
+    memcpy(msg->data + n, ch->p, ch->len);
+    n += (int)ch->len;
+    n += sprintf(msg->data + n, "\r\n$%zu\r\n", m->len);
+    memcpy(msg->data + n, m->p, m->len);
+    n += (int)m->len;
+    memcpy(msg->data + n, "\r\n", 2);
+    msg->len = (size_t)n + 2;
+    return msg;
+}
+
+/* Sends 'm' to 's' unless 's' is over the hard limit. 1 sent. */
+static int deliver(struct server *srv, struct subscriber *s, struct psmsg *m)
+{
+    long long q = atomic_load_explicit(&s->queued, memory_order_relaxed) +
+                  atomic_load_explicit(&s->outbuf, memory_order_relaxed);
+    if (srv->cfg.pubsub_hard && q + (long long)m->len > srv->cfg.pubsub_hard) {
+        if (!atomic_exchange_explicit(&s->kill, 1, memory_order_relaxed)) {
+            struct psmsg *none = NULL; /* wakes the connection to close */
+            fut_mpsc_try_send(&s->tx, &none);
+        }
+        return 0;
+    }
+    atomic_fetch_add_explicit(&m->ref, 1, memory_order_relaxed);
+    if (fut_mpsc_try_send(&s->tx, &m) != 0) {
+        atomic_fetch_sub_explicit(&m->ref, 1, memory_order_relaxed);
+        return 0;
+    }
+    atomic_fetch_add_explicit(&s->queued, (long long)m->len,
+                              memory_order_relaxed);
+    return 1;
+}
+
+/* A message no subscriber took is freed here; otherwise the last
+ * subscriber's unref frees it. 'hold' keeps it alive while sending. */
+static void msg_release_hold(struct psmsg *m)
+{
+    psmsg_unref(m);
+}
+
+void cmd_publish(struct cmd_ctx *c)
+{
+    struct pubsub *ps = c->srv->ps;
+    long long receivers = 0;
+    pthread_mutex_lock(&ps->mu);
+    struct ps_chan *ch = *chan_slot(ps, c->argv[1].p, c->argv[1].len);
+    if (ch && ch->n) {
+        struct psmsg *m = msg_new("message", NULL, &c->argv[1], &c->argv[2]);
+        if (m) {
+            atomic_store_explicit(&m->ref, 1, memory_order_relaxed); /* hold */
+            for (size_t i = 0; i < ch->n; i++)
+                receivers += deliver(c->srv, ch->subs[i], m);
+            msg_release_hold(m);
+        }
+    }
+    for (struct ps_pat *p = ps->pats; p; p = p->next) {
+        if (!glob_match(p->pat, p->len, c->argv[1].p, c->argv[1].len))
+            continue;
+        struct ps_name *nm = p->sub->pats[names_find(
+            p->sub->pats, p->sub->npats, p->pat, p->len)];
+        struct psmsg *m = msg_new("pmessage", nm, &c->argv[1], &c->argv[2]);
+        if (!m)
+            continue;
+        atomic_store_explicit(&m->ref, 1, memory_order_relaxed);
+        receivers += deliver(c->srv, p->sub, m);
+        msg_release_hold(m);
+    }
+    pthread_mutex_unlock(&ps->mu);
+    resp_add_int(c->out, receivers);
+}
+
+/* --------------------------------------------------- (un)subscribe replies */
+
+static void reply_sub(struct cmd_ctx *c, const char *kind,
+                      const struct resp_arg *name, size_t count)
+{
+    resp_add_array(c->out, 3);
+    resp_add_bulk_str(c->out, kind);
+    if (name)
+        resp_add_bulk(c->out, name->p, name->len);
+    else
+        resp_add_null(c->out);
+    resp_add_int(c->out, (long long)count);
+}
+
+typedef int (*ps_op)(struct pubsub *, struct subscriber *, const char *,
+                     size_t);
+
+static void subscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op)
+{
+    struct subscriber *s = sub_of(c->cl);
+    if (!s) {
+        c->out->oom = 1;
+        return;
+    }
+    for (size_t i = 1; i < c->argc; i++) {
+        pthread_mutex_lock(&c->srv->ps->mu);
+        int r = op(c->srv->ps, s, c->argv[i].p, c->argv[i].len);
+        pthread_mutex_unlock(&c->srv->ps->mu);
+        if (r < 0)
+            c->out->oom = 1;
+        reply_sub(c, kind, &c->argv[i], pubsub_count_of(c->cl));
+    }
+}
+
+void cmd_subscribe(struct cmd_ctx *c)
+{
+    subscribe_generic(c, "subscribe", chan_add);
+}
+
+void cmd_psubscribe(struct cmd_ctx *c)
+{
+    subscribe_generic(c, "psubscribe", pat_add);
+}
+
+static void unsubscribe_generic(struct cmd_ctx *c, const char *kind,
+                                ps_op op, int pats)
+{
+    struct subscriber *s = c->cl->sub;
+    if (c->argc == 1) { /* everything */
+        size_t n = s ? (pats ? s->npats : s->nchans) : 0;
+        if (n == 0)
+            reply_sub(c, kind, NULL, pubsub_count_of(c->cl));
+        while (s && (pats ? s->npats : s->nchans)) {
+            struct ps_name *nm = pats ? s->pats[0] : s->chans[0];
+            struct resp_arg a = {nm->s, nm->len};
+            char tmp[256];
+            char *copy = a.len <= sizeof tmp ? tmp : malloc(a.len);
+            if (!copy) {
+                c->out->oom = 1;
+                return;
+            }
+            memcpy(copy, a.p, a.len);
+            a.p = copy;
+            pthread_mutex_lock(&c->srv->ps->mu);
+            op(c->srv->ps, s, a.p, a.len);
+            pthread_mutex_unlock(&c->srv->ps->mu);
+            reply_sub(c, kind, &a, pubsub_count_of(c->cl));
+            if (copy != tmp)
+                free(copy);
+        }
+        return;
+    }
+    for (size_t i = 1; i < c->argc; i++) {
+        if (s) {
+            pthread_mutex_lock(&c->srv->ps->mu);
+            op(c->srv->ps, s, c->argv[i].p, c->argv[i].len);
+            pthread_mutex_unlock(&c->srv->ps->mu);
+        }
+        reply_sub(c, kind, &c->argv[i], pubsub_count_of(c->cl));
+    }
+}
+
+void cmd_unsubscribe(struct cmd_ctx *c)
+{
+    unsubscribe_generic(c, "unsubscribe", chan_del, 0);
+}
+
+void cmd_punsubscribe(struct cmd_ctx *c)
+{
+    unsubscribe_generic(c, "punsubscribe", pat_del, 1);
+}
+
+/* -------------------------------------------------------------------- glob */
+
+int glob_match(const char *p, size_t plen, const char *s, size_t slen)
+{
+    while (plen && slen) {
+        switch (p[0]) {
+        case '*':
+            while (plen > 1 && p[1] == '*') {
+                p++;
+                plen--;
+            }
+            if (plen == 1)
+                return 1;
+            while (slen) {
+                if (glob_match(p + 1, plen - 1, s, slen))
+                    return 1;
+                s++;
+                slen--;
+            }
+            return 0;
+        case '?':
+            break;
+        case '[': {
+            p++;
+            plen--;
+            int neg = plen && p[0] == '^', match = 0;
+            if (neg) {
+                p++;
+                plen--;
+            }
+            for (;;) {
+                if (plen == 0) { /* unterminated: Redis steps back */
+                    p--;
+                    plen++;
+                    break;
+                }
+                if (p[0] == '\\' && plen >= 2) {
+                    p++;
+                    plen--;
+                    match |= p[0] == s[0];
+                } else if (p[0] == ']') {
+                    break;
+                } else if (plen >= 3 && p[1] == '-') {
+                    int lo = (unsigned char)p[0], hi = (unsigned char)p[2];
+                    int ch = (unsigned char)s[0];
+                    if (lo > hi) {
+                        int t = lo;
+                        lo = hi;
+                        hi = t;
+                    }
+                    match |= ch >= lo && ch <= hi;
+                    p += 2;
+                    plen -= 2;
+                } else {
+                    match |= p[0] == s[0];
+                }
+                p++;
+                plen--;
+            }
+            if (neg)
+                match = !match;
+            if (!match)
+                return 0;
+            break;
+        }
+        case '\\':
+            if (plen >= 2) {
+                p++;
+                plen--;
+            }
+            /* fall through */
+        default:
+            if (p[0] != s[0])
+                return 0;
+            break;
+        }
+        p++;
+        plen--;
+        s++;
+        slen--;
+        if (slen == 0) {
+            while (plen && p[0] == '*') {
+                p++;
+                plen--;
+            }
+            break;
+        }
+    }
+    return plen == 0 && slen == 0;
+}
