@@ -1,13 +1,15 @@
 /* server: the listeners, the connection tasks and their limits
- * (--maxclients, --timeout, the pub/sub output limit), graceful
- * shutdown. main.c fills the config and calls server_run.
+ * (--maxclients, --timeout, the pub/sub output limit), the active expiry
+ * task, graceful shutdown. main.c fills the config and calls server_run.
  *
  * Rules (threads): with --workers N the connection tasks run on the
  * multi-thread runtime's workers and move between them; everything in
- * 'struct server' they share is either read-only after start (cfg) or an
- * atomic counter (relaxed: statistics, read for INFO; the client count is
- * an admission counter and orders nothing else), or has its own lock (the
- * keyspace shards, the pub/sub registry).
+ * 'struct server' they share is either read-only after start (cfg,
+ * backend, the clocks' origins) or an atomic counter, or has its own lock
+ * (the keyspace shards, the pub/sub registry). The counters are relaxed
+ * (statistics read by INFO; 'clients' is an admission counter and orders
+ * nothing else) except 'shutting' and 'busy', the shutdown handshake
+ * (seq_cst, see server.c).
  */
 #ifndef FUT_REDIS_SERVER_H
 #define FUT_REDIS_SERVER_H
@@ -18,17 +20,22 @@
 #include "db.h"
 #include "resp.h"
 
+struct fut_io;
 struct fut_runtime;
 struct pubsub;
 
+#define SERVER_MAX_BINDS 16
+
 struct server_config {
-    int port;                /* --port (0: none unless unixsocket) */
-    const char *bind;        /* --bind, one numeric address */
+    int port;                /* --port; 0 with --unixsocket: no TCP */
+    const char *bind[SERVER_MAX_BINDS]; /* --bind, numeric addresses */
+    int nbind;
     const char *unixsocket;  /* --unixsocket path, or NULL */
-    long maxclients;         /* --maxclients */
+    long maxclients;         /* --maxclients (default 10000) */
     long long maxmemory;     /* --maxmemory bytes, 0: no limit */
     long timeout_s;          /* --timeout: idle clients closed; 0: never */
     int workers;             /* --workers: 0 = current-thread runtime */
+    int io_backend;          /* --io-backend: enum fut_io_backend_kind */
     struct resp_limits lim;  /* --proto-max-bulk-len, inline limit */
     long long pubsub_hard;   /* client-output-buffer-limit pubsub */
     long long pubsub_soft;
@@ -39,25 +46,40 @@ struct server {
     struct server_config cfg;
     struct db db;
     struct pubsub *ps;
-    int tcp_port;            /* the port actually bound */
+    int tcp_port;            /* the port actually bound (0: none) */
     int64_t start_ns;        /* runtime clock at start */
     int64_t unix_ms0;        /* wall clock at start (ms) */
-    const char *backend;     /* "epoll" */
-    atomic_llong next_id;
+    const char *backend;     /* fut_runtime_backend: "epoll", ... */
+    atomic_llong next_id;            /* client ids */
     atomic_llong clients;            /* connected now */
     atomic_llong total_connections;
     atomic_llong total_commands;
     atomic_llong rejected;           /* over --maxclients */
     atomic_llong pubsub_killed;      /* over the output limit */
-    atomic_llong timed_out;
+    atomic_llong timed_out;          /* idle over --timeout */
+    atomic_int shutting;             /* SIGTERM/SIGINT seen (seq_cst) */
+    atomic_llong busy;               /* connections between a read and
+                                        the end of its replies (seq_cst) */
 };
 
+/* Redis' defaults (port 6379, maxclients 10000, 512 MB bulks, pubsub
+ * output limit 32mb 8mb 60) and bind 127.0.0.1. */
 void server_config_init(struct server_config *cfg);
+/* Sets up 'srv' with 'cfg' (copied; its strings must outlive 'srv'): the
+ * keyspace (1 shard, or 16 per worker with --workers) and the pub/sub
+ * registry. 0, or -1 (no memory). server_fini releases it, after the
+ * runtime that ran it was freed (its tasks hold pointers into 'srv'). */
+int server_init(struct server *srv, const struct server_config *cfg);
+void server_fini(struct server *srv);
 /* The keyspace clock: Unix time in ms, advanced by the runtime's clock
- * (fut_time_now), so that TTLs follow the runtime and EXPIREAT-style
- * values mean what they mean in Redis. */
+ * (fut_time_now), so that TTLs follow the runtime. Thread: any. */
 int64_t server_now_ms(const struct server *srv);
-/* Runs the server until SIGINT/SIGTERM; returns the exit code. */
-int server_run(struct server *srv, struct fut_runtime *rt);
+/* Opens the listeners, runs the server on 'rt' until SIGINT/SIGTERM
+ * (opened by the caller as 'sig', see fut_signal_open), shuts it down
+ * gracefully and returns the exit code (0, or 1 when a listener could not
+ * be opened: the reason is printed). Frees nothing of 'rt'. Thread: the
+ * one that created 'rt' and 'sig'. */
+int server_run(struct server *srv, struct fut_runtime *rt,
+               struct fut_io *sig);
 
 #endif
