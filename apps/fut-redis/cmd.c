@@ -52,6 +52,7 @@ const struct command cmd_table[] = {
     {"hello", -1, 0, cmd_hello, 0, 0, 0},
     {"client", -2, 0, cmd_client, 0, 0, 0},
     {"info", -1, 0, cmd_info, 0, 0, 0},
+    {"config", -2, 0, cmd_config, 0, 0, 0},
     {"publish", 3, 0, cmd_publish, 0, 0, 0},
     {"subscribe", -2, P, cmd_subscribe, 0, 0, 0},
     {"unsubscribe", -1, P, cmd_unsubscribe, 0, 0, 0},

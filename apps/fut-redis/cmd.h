@@ -68,7 +68,7 @@ CMD_FN(cmd_pexpire); CMD_FN(cmd_ttl); CMD_FN(cmd_pttl);
 CMD_FN(cmd_persist); CMD_FN(cmd_dbsize); CMD_FN(cmd_flushall);
 CMD_FN(cmd_ping); CMD_FN(cmd_echo); CMD_FN(cmd_select); CMD_FN(cmd_quit);
 CMD_FN(cmd_command); CMD_FN(cmd_hello); CMD_FN(cmd_client);
-CMD_FN(cmd_info);
+CMD_FN(cmd_info); CMD_FN(cmd_config);
 CMD_FN(cmd_publish); CMD_FN(cmd_subscribe); CMD_FN(cmd_unsubscribe);
 CMD_FN(cmd_psubscribe); CMD_FN(cmd_punsubscribe);
 

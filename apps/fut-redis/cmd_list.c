@@ -74,7 +74,7 @@ static void pop(struct cmd_ctx *c, int left)
     } else if ((*pp)->type != OBJ_LIST) {
         reply_wrongtype(c);
     } else if (count == 0) {
-        resp_add_null_array(c->out); /* Redis 7.0's fast exit */
+        resp_add_array(c->out, 0); /* Redis 7.0.15: an empty array */
     } else {
         struct rlist *l = (*pp)->list;
         size_t n = count < 0 ? 1 : (size_t)count;

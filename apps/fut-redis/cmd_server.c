@@ -221,6 +221,53 @@ void cmd_client(struct cmd_ctx *c)
     }
 }
 
+/* ------------------------------------------------------------------ CONFIG */
+
+/* CONFIG GET over the parameters fut-redis has (redis-benchmark asks for
+ * 'save' and 'appendonly' at start). Values as Redis prints them. */
+static void config_get(struct cmd_ctx *c)
+{
+    const struct server_config *k = &c->srv->cfg;
+    char v[8][24];
+    snprintf(v[0], sizeof v[0], "%d", c->srv->tcp_port);
+    snprintf(v[1], sizeof v[1], "%ld", k->maxclients);
+    snprintf(v[2], sizeof v[2], "%lld", k->maxmemory);
+    snprintf(v[3], sizeof v[3], "%ld", k->timeout_s);
+    snprintf(v[4], sizeof v[4], "%lld", k->lim.max_bulk);
+    const struct { const char *name, *val; } params[] = {
+        {"save", ""},           {"appendonly", "no"},
+        {"databases", "1"},     {"port", v[0]},
+        {"maxclients", v[1]},   {"maxmemory", v[2]},
+        {"maxmemory-policy", "noeviction"},
+        {"timeout", v[3]},      {"proto-max-bulk-len", v[4]},
+    };
+    size_t np = sizeof params / sizeof params[0], hits = 0;
+    int match[sizeof params / sizeof params[0]] = {0};
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = 2; j < c->argc && !match[i]; j++)
+            hits += match[i] = glob_match(c->argv[j].p, c->argv[j].len,
+                                          params[i].name,
+                                          strlen(params[i].name));
+    resp_add_array(c->out, (long long)hits * 2);
+    for (size_t i = 0; i < np; i++)
+        if (match[i]) {
+            resp_add_bulk_str(c->out, params[i].name);
+            resp_add_bulk_str(c->out, params[i].val);
+        }
+}
+
+void cmd_config(struct cmd_ctx *c)
+{
+    if (!arg_is(&c->argv[1], "get")) {
+        unknown_sub(c, "CONFIG");
+    } else if (c->argc < 3) {
+        resp_add_error(c->out, "ERR wrong number of arguments for "
+                               "'config|get' command");
+    } else {
+        config_get(c);
+    }
+}
+
 /* -------------------------------------------------------------------- INFO */
 
 #define LD(x) ((long long)atomic_load_explicit(&(x), memory_order_relaxed))

@@ -175,7 +175,6 @@ static int chan_del(struct pubsub *ps, struct subscriber *s, const char *n,
     int i = names_find(s->chans, s->nchans, n, len);
     if (i < 0)
         return 0;
-    names_del(s->chans, &s->nchans, i);
     struct ps_chan **pp = chan_slot(ps, n, len), *c = *pp;
     for (size_t k = 0; c && k < c->n; k++)
         if (c->subs[k] == s) {
@@ -188,6 +187,7 @@ static int chan_del(struct pubsub *ps, struct subscriber *s, const char *n,
         free(c);
         ps->nchans--;
     }
+    names_del(s->chans, &s->nchans, i); /* last: 'n' may be its bytes */
     return 1;
 }
 
@@ -216,7 +216,6 @@ static int pat_del(struct pubsub *ps, struct subscriber *s, const char *p,
     int i = names_find(s->pats, s->npats, p, len);
     if (i < 0)
         return 0;
-    names_del(s->pats, &s->npats, i);
     for (struct ps_pat **pp = &ps->pats; *pp; pp = &(*pp)->next) {
         struct ps_pat *e = *pp;
         if (e->sub == s && e->len == len && !memcmp(e->pat, p, len)) {
@@ -226,6 +225,7 @@ static int pat_del(struct pubsub *ps, struct subscriber *s, const char *p,
             break;
         }
     }
+    names_del(s->pats, &s->npats, i); /* last: 'p' may be its bytes */
     return 1;
 }
 
