@@ -294,6 +294,8 @@ static int deliver(struct server *srv, struct subscriber *s, struct psmsg *m)
         if (!atomic_exchange_explicit(&s->kill, 1, memory_order_relaxed)) {
             struct psmsg *none = NULL; /* wakes the connection to close */
             fut_mpsc_try_send(&s->tx, &none);
+            atomic_fetch_add_explicit(&srv->pubsub_killed, 1,
+                                      memory_order_relaxed);
         }
         return 0;
     }

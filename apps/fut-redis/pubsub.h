@@ -25,9 +25,13 @@
  *     hard, 8 MB soft for 60 s): a publisher that finds queued + outbuf
  *     over the hard limit does not send; it sets 'kill' (the first one to
  *     set it, by exchange) and sends one NULL message, which wakes the
- *     connection to close. The connection checks the soft limit itself.
- *     So a subscriber that never reads holds at most the hard limit plus
- *     one message.
+ *     connection to close. The connection checks both limits itself
+ *     too, whenever messages reach its output (server.c), and sets 'kill'
+ *     the same way; whoever sets it first counts the disconnection (INFO
+ *     client_output_buffer_limit_disconnections), so it is counted once,
+ *     as soon as the decision is made. A subscriber that never reads
+ *     holds at most the hard limit plus one message, plus what the
+ *     kernel's socket buffers took.
  */
 #ifndef FUT_REDIS_PUBSUB_H
 #define FUT_REDIS_PUBSUB_H

@@ -208,7 +208,9 @@ static enum step got_messages(struct conn *c)
     if (!over_limit(c))
         return STEP_WRITE;
 cut:
-    add(&c->srv->pubsub_killed, 1);
+    /* counted once per client: by whoever set 'kill' first */
+    if (!atomic_exchange_explicit(&c->cl.sub->kill, 1, memory_order_relaxed))
+        add(&c->srv->pubsub_killed, 1);
     return STEP_CLOSE;
 }
 

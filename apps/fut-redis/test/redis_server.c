@@ -1,0 +1,476 @@
+/* fut-redis as a server under load and abuse (the program, over sockets):
+ *   benchmark        redis-benchmark -t ping,set,get,incr,lpush,lpop,mset
+ *                    -q completes with no error line
+ *   clients10k       10,000 clients held at once, each answered; the
+ *                    10,001st refused with Redis' maxclients error
+ *   slow_subscriber  a subscriber that never reads is cut off at the
+ *                    pub/sub output limit while other clients are served
+ *   malformed        bad requests get redis-server's exact bytes, then a
+ *                    close; other clients go on
+ *   timeout          --timeout closes an idle client, not a busy one
+ *   maxmemory        --maxmemory: -OOM for writes that grow, reads go on
+ *   shutdown         SIGTERM: the replies in flight are written, exit 0
+ *   cmdline          unknown option / bad value / --io-backend
+ * The .mt variants run fut-redis with --workers 2. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test.h"
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends 'req' and expects exactly the bytes 'want' back. */
+static void expect_reply(int fd, const char *req, const char *want)
+{
+    char buf[4096];
+    size_t n = strlen(want);
+    ck_assert_int_eq(client_send(fd, req, strlen(req)), 0);
+    ck_assert_uint_le(n, sizeof buf);
+    size_t got = client_recv(fd, buf, n);
+    ck_assert_msg(got == n && memcmp(buf, want, n) == 0,
+                  "'%s': got %zu bytes '%.*s', want '%s'", req, got,
+                  (int)got, buf, want);
+}
+
+static void ping(const struct srvproc *p)
+{
+    int fd = client_connect(p);
+    ck_assert_int_ge(fd, 0);
+    expect_reply(fd, "PING\r\n", "+PONG\r\n");
+    close(fd);
+}
+
+/* The value of 'field' in INFO's reply (a new connection). */
+static long long info_field(const struct srvproc *p, const char *field)
+{
+    int fd = client_connect(p);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(client_send(fd, "INFO\r\n", 6), 0);
+    char buf[8192];
+    size_t n = 0;
+    for (;;) { /* "$<len>\r\n<body>\r\n" */
+        ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+        ck_assert_int_gt(r, 0);
+        n += (size_t)r;
+        buf[n] = '\0';
+        char *body = strstr(buf, "\r\n");
+        if (body && n >= (size_t)(body - buf) + 2 + (size_t)atol(buf + 1) + 2)
+            break;
+    }
+    close(fd);
+    char key[128];
+    snprintf(key, sizeof key, "\r\n%s:", field);
+    const char *at = strstr(buf, key);
+    ck_assert_msg(at != NULL, "INFO has no %s", field);
+    return atoll(at + strlen(key));
+}
+
+/* ------------------------------------------------------------ benchmark */
+
+START_TEST(benchmark)
+{
+    struct srvproc p;
+    fut_redis_start(&p, NULL, NULL);
+    /* 100,000 requests per test as the issue asks; 20,000 under the
+     * sanitizers, which run the server 5-20x slower (a CI time bound). */
+    const char *env = getenv("FUT_REDIS_BENCH_N");
+    int n = env ? atoi(env) : TEST_ITERS(100000, 20000);
+#ifdef __SANITIZE_ADDRESS__
+    n = env ? n : 20000;
+#endif
+    char out[300];
+    snprintf(out, sizeof out, "%s/bench.out", harness_dir());
+    int st = harness_sh("redis-benchmark -p %d -t ping,set,get,incr,lpush,"
+                        "lpop,mset -n %d -q > %s 2>&1",
+                        p.port, n, out);
+    char *o = harness_slurp(out, NULL);
+    ck_assert_msg(st == 0, "redis-benchmark exit %d: %s", st, o);
+    /* -q prints one line per test, after progress lines ending in \r */
+    static const char *tests[] = {"PING_INLINE", "PING_MBULK", "SET:",
+                                  "GET:", "INCR:", "LPUSH:", "LPOP:",
+                                  "MSET (10 keys):"};
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        const char *t = strstr(o, tests[i]);
+        ck_assert_msg(t && strstr(t, "requests per second"),
+                      "no result for %s: %s", tests[i], o);
+    }
+    for (char *line = strtok(o, "\r\n"); line; line = strtok(NULL, "\r\n"))
+        ck_assert_msg(!strcasestr(line, "error") &&
+                          !strcasestr(line, "warning"),
+                      "redis-benchmark: %s", line);
+    free(o);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* ------------------------------------------------------------ clients10k */
+
+#define NCLIENTS 10000
+
+START_TEST(clients10k)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    ck_assert_msg(rl.rlim_max >= NCLIENTS + 200, "ulimit -n is %ld",
+                  (long)rl.rlim_max);
+    rl.rlim_cur = rl.rlim_max; /* the server inherits it */
+    setrlimit(RLIMIT_NOFILE, &rl);
+    struct srvproc p;
+    fut_redis_start(&p, NULL, NULL); /* --maxclients: 10000 (default) */
+    static int fd[NCLIENTS];
+    for (int i = 0; i < NCLIENTS; i++) {
+        fd[i] = client_connect(&p);
+        ck_assert_msg(fd[i] >= 0, "client %d: %s", i, strerror(errno));
+    }
+    for (int i = 0; i < NCLIENTS; i++) /* all at once, then the replies */
+        ck_assert_int_eq(client_send(fd[i], "PING\r\n", 6), 0);
+    for (int i = 0; i < NCLIENTS; i++) {
+        char buf[8];
+        ck_assert_msg(client_recv(fd[i], buf, 7) == 7 &&
+                          memcmp(buf, "+PONG\r\n", 7) == 0,
+                      "client %d got no PONG", i);
+    }
+    /* one more is refused, as Redis does, and closed */
+    int extra = client_connect(&p);
+    ck_assert_int_ge(extra, 0);
+    char buf[128];
+    size_t n;
+    ck_assert_int_eq(client_recv_eof(extra, buf, sizeof buf, &n), 0);
+    ck_assert_msg(n == 36 && !memcmp(buf, "-ERR max number of clients "
+                                          "reached\r\n", 36),
+                  "got '%.*s'", (int)n, buf);
+    close(extra);
+    /* the held clients still work; one gone makes room for another */
+    expect_reply(fd[NCLIENTS / 2], "ECHO hi\r\n", "$2\r\nhi\r\n");
+    close(fd[0]);
+    int64_t end = now_ms() + HARNESS_WAIT_MS;
+    for (;;) {
+        int f = client_connect(&p);
+        ck_assert_int_ge(f, 0);
+        client_send(f, "PING\r\n", 6);
+        size_t got = client_recv(f, buf, 7);
+        close(f);
+        if (got == 7 && !memcmp(buf, "+PONG\r\n", 7))
+            break; /* fd[0]'s close was seen */
+        ck_assert_msg(now_ms() < end, "no room after a client left");
+        usleep(20000);
+    }
+    for (int i = 1; i < NCLIENTS; i++)
+        close(fd[i]);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* ------------------------------------------------------- slow subscriber */
+
+#define PAYLOAD (64 * 1024)
+
+START_TEST(slow_subscriber)
+{
+    const char *args[] = {"--client-output-buffer-limit",
+                          "pubsub 1mb 256kb 60", NULL};
+    struct srvproc p;
+    fut_redis_start(&p, NULL, args);
+    int sub = client_connect(&p);
+    ck_assert_int_ge(sub, 0);
+    expect_reply(sub, "SUBSCRIBE ch\r\n",
+                 "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
+    /* from here 'sub' reads nothing */
+    int pub = client_connect(&p), other = client_connect(&p);
+    ck_assert_int_ge(pub, 0);
+    ck_assert_int_ge(other, 0);
+    static char req[PAYLOAD + 64];
+    int hdr = snprintf(req, sizeof req, "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n"
+                                        "$%d\r\n", PAYLOAD);
+    memset(req + hdr, 'x', PAYLOAD);
+    memcpy(req + hdr + PAYLOAD, "\r\n", 2);
+    size_t reqlen = (size_t)hdr + PAYLOAD + 2;
+    /* Published bytes before the cut: the 1 MB limit plus what the
+     * kernel's socket buffers took (a few MB on loopback TCP). */
+    int i, max = 1024; /* 64 MB */
+    for (i = 0; i < max; i++) {
+        char r[8];
+        ck_assert_int_eq(client_send(pub, req, reqlen), 0);
+        ck_assert_uint_eq(client_recv(pub, r, 4), 4);
+        if (!memcmp(r, ":0\r\n", 4))
+            break; /* no subscriber any more: it was cut off */
+        ck_assert_msg(!memcmp(r, ":1\r\n", 4), "PUBLISH: %.4s", r);
+        if (i % 16 == 0) /* others are served meanwhile */
+            expect_reply(other, "PING\r\n", "+PONG\r\n");
+    }
+    ck_assert_msg(i < max, "the subscriber was never cut off");
+    ck_assert_int_eq(info_field(&p, "client_output_buffer_limit_"
+                                    "disconnections"), 1);
+    expect_reply(other, "PING\r\n", "+PONG\r\n");
+    /* the subscriber finds the end of its stream after what was sent */
+    static char sink[1 << 16];
+    size_t n;
+    ck_assert_int_eq(client_recv_eof(sub, sink, sizeof sink, &n), 0);
+    close(sub);
+    close(pub);
+    close(other);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* ------------------------------------------------------------- malformed */
+
+/* Requests that end in a protocol error; each goes to redis-server and
+ * to fut-redis on a new connection, and both must send the same bytes
+ * and close. */
+static const char *const bad[] = {
+    "*1\r\n$x\r\n",
+    "*x\r\n",
+    "*1\r\nfoo\r\n",
+    "*1\r\n$-1\r\n",
+    "*3000000000\r\n",
+    "*1\r\n$600000000\r\n",
+    "*1\r\n$1a\r\n",
+    "SET \"a\r\n",
+    "SET 'a\r\n",
+    "SET \"a\"b c\r\n",
+    "PING\r\n*1\r\n$x\r\n",
+    "*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*1\r\n:1\r\n",
+    "*1\r\n$4\r\nPING\r\n*-5\r\n*1\r\n$4\r\nPING\r\n*1\r\n$\r\n",
+};
+
+static void send_bad(const struct srvproc *p, const char *req, size_t len,
+                     char *out, size_t cap, size_t *n)
+{
+    int fd = client_connect(p);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(client_send(fd, req, len), 0);
+    ck_assert_msg(client_recv_eof(fd, out, cap, n) == 0,
+                  "no close after '%s'", req);
+    close(fd);
+}
+
+START_TEST(malformed)
+{
+    struct srvproc redis, fut;
+    redis_server_start(&redis, "redis.sock");
+    fut_redis_start(&fut, "fut.sock", NULL);
+    int idle = client_connect(&fut); /* a client in the middle of a
+                                        command meanwhile */
+    ck_assert_int_ge(idle, 0);
+    ck_assert_int_eq(client_send(idle, "*2\r\n$4\r\nECHO\r\n", 14), 0);
+    static char big[70 * 1024]; /* an inline request over 64 KiB */
+    memset(big, 'a', sizeof big);
+    for (size_t i = 0; i <= sizeof bad / sizeof bad[0]; i++) {
+        const char *req = i < sizeof bad / sizeof bad[0] ? bad[i] : big;
+        size_t len = req == big ? sizeof big : strlen(req);
+        char a[512], b[512];
+        size_t na, nb;
+        send_bad(&redis, req, len, a, sizeof a, &na);
+        send_bad(&fut, req, len, b, sizeof b, &nb);
+        ck_assert_msg(na == nb && !memcmp(a, b, na),
+                      "request %zu: redis '%.*s' vs fut-redis '%.*s'", i,
+                      (int)na, a, (int)nb, b);
+        ck_assert_msg(na > 0, "request %zu: no reply", i);
+        ping(&fut);
+    }
+    expect_reply(idle, "$2\r\nok\r\n", "$2\r\nok\r\n");
+    close(idle);
+    ck_assert_int_eq(srv_stop(&fut), 0);
+    srv_stop(&redis);
+    harness_cleanup();
+}
+END_TEST
+
+/* --------------------------------------------------------------- timeout */
+
+START_TEST(timeout)
+{
+    const char *args[] = {"--timeout", "1", NULL};
+    struct srvproc p;
+    fut_redis_start(&p, NULL, args);
+    int quiet = client_connect(&p), busy = client_connect(&p);
+    ck_assert_int_ge(quiet, 0);
+    ck_assert_int_ge(busy, 0);
+    int64_t t0 = now_ms();
+    for (int i = 0; i < 8; i++) { /* 2.4 s of a command every 300 ms */
+        expect_reply(busy, "PING\r\n", "+PONG\r\n");
+        usleep(300000);
+    }
+    char buf[16];
+    size_t n;
+    ck_assert_int_eq(client_recv_eof(quiet, buf, sizeof buf, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_ge(now_ms() - t0, 900);
+    ck_assert_int_eq(info_field(&p, "client_timeout_disconnections"), 1);
+    expect_reply(busy, "PING\r\n", "+PONG\r\n");
+    close(quiet);
+    close(busy);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* ------------------------------------------------------------- maxmemory */
+
+START_TEST(maxmemory)
+{
+    const char *args[] = {"--maxmemory", "2mb", NULL};
+    struct srvproc p;
+    fut_redis_start(&p, NULL, args);
+    int fd = client_connect(&p);
+    ck_assert_int_ge(fd, 0);
+    static char req[100 * 1024 + 64];
+    int i, oom = 0;
+    for (i = 0; i < 100 && !oom; i++) { /* 100 KB values, 10 MB at most */
+        int h = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$6\r\nk%05d\r\n"
+                                          "$%d\r\n", i, 100 * 1024);
+        memset(req + h, 'v', 100 * 1024);
+        memcpy(req + h + 100 * 1024, "\r\n", 2);
+        ck_assert_int_eq(client_send(fd, req, (size_t)h + 100 * 1024 + 2), 0);
+        char r[128];
+        ck_assert_uint_eq(client_recv(fd, r, 5), 5);
+        if (!memcmp(r, "-OOM ", 5)) {
+            static const char rest[] = "command not allowed when used "
+                                       "memory > 'maxmemory'.\r\n";
+            ck_assert_uint_eq(client_recv(fd, r, sizeof rest - 1),
+                              sizeof rest - 1);
+            ck_assert(!memcmp(r, rest, sizeof rest - 1));
+            oom = 1;
+        } else {
+            ck_assert_msg(!memcmp(r, "+OK\r\n", 5), "SET: %.5s", r);
+        }
+    }
+    ck_assert_msg(oom && i > 10 && i < 40, "OOM after %d SETs", i);
+    expect_reply(fd, "STRLEN k00000\r\n", ":102400\r\n");
+    expect_reply(fd, "INCR n\r\n", "-OOM command not allowed when used "
+                                   "memory > 'maxmemory'.\r\n");
+    expect_reply(fd, "DEL k00000 k00001 k00002 k00003 k00004 k00005\r\n",
+                 ":6\r\n");
+    expect_reply(fd, "INCR n\r\n", ":1\r\n"); /* below the limit again */
+    close(fd);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* -------------------------------------------------------------- shutdown */
+
+START_TEST(graceful_shutdown)
+{
+    struct srvproc p;
+    fut_redis_start(&p, NULL, NULL);
+    int fd = client_connect(&p);
+    ck_assert_int_ge(fd, 0);
+    /* a 4 MB value, then 8 GETs of it in one batch: 32 MB of replies,
+     * far more than the socket buffers, so the batch is still being
+     * written when the signal comes (the client reads nothing yet) */
+    static char req[4 * 1024 * 1024 + 64];
+    size_t vlen = 4 * 1024 * 1024;
+    int h = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$1\r\nv\r\n$%zu\r\n",
+                     vlen);
+    memset(req + h, 'z', vlen);
+    memcpy(req + h + vlen, "\r\n", 2);
+    ck_assert_int_eq(client_send(fd, req, (size_t)h + vlen + 2), 0);
+    char ok[5];
+    ck_assert_uint_eq(client_recv(fd, ok, 5), 5);
+    const char gets[] = "GET v\r\nGET v\r\nGET v\r\nGET v\r\nGET v\r\nGET v\r\n"
+                        "GET v\r\nGET v\r\n";
+    ck_assert_int_eq(client_send(fd, gets, sizeof gets - 1), 0);
+    usleep(200000);
+    kill(p.pid, SIGTERM);
+    usleep(200000);
+    size_t want = 8 * (vlen + 12), got = 0, n; /* "$4194304\r\n" v \r\n */
+    static char buf[1 << 20];
+    while ((n = client_recv(fd, buf, sizeof buf)) > 0)
+        got += n;
+    ck_assert_uint_eq(got, want); /* every reply of the batch, then EOF */
+    close(fd);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* --------------------------------------------------------------- cmdline */
+
+/* Runs fut-redis with 'args' until it exits, or for 3 s (then SIGTERM),
+ * and returns its exit status; its stderr is in '*err'. */
+static int run_cmdline(const char *args, char **err)
+{
+    char log[300];
+    snprintf(log, sizeof log, "%s/cmdline.log", harness_dir());
+    int st = harness_sh("timeout --preserve-status -s TERM 3 %s %s > %s 2>&1",
+                        FUT_REDIS_BIN, args, log);
+    *err = harness_slurp(log, NULL);
+    return st;
+}
+
+START_TEST(cmdline)
+{
+    char *err;
+    ck_assert_int_eq(run_cmdline("--port 0 --nosuch 1", &err), 1);
+    ck_assert_msg(strstr(err, "unknown option '--nosuch'"), "%s", err);
+    free(err);
+    ck_assert_int_eq(run_cmdline("--port abc", &err), 1);
+    ck_assert_msg(strstr(err, "bad value for '--port': abc"), "%s", err);
+    free(err);
+    ck_assert_int_eq(run_cmdline("--maxmemory", &err), 1);
+    ck_assert_msg(strstr(err, "'--maxmemory' (missing)"), "%s", err);
+    free(err);
+    ck_assert_int_eq(run_cmdline("--io-backend kqueue", &err), 1);
+    ck_assert_msg(strstr(err, "'--io-backend': kqueue"), "%s", err);
+    free(err);
+    ck_assert_int_eq(run_cmdline("config.conf", &err), 1);
+    ck_assert_msg(strstr(err, "'config.conf'"), "%s", err);
+    free(err);
+    /* --io-backend io_uring: runs on it (until the TERM 'timeout'
+     * sends: exit 0), or says why not and exits 1 at once */
+    int st = run_cmdline("--port 0 --io-backend io_uring", &err);
+    ck_assert_msg((st == 1 && strstr(err, "fut-redis: runtime: ")) ||
+                      (st == 0 && strstr(err, "backend: io_uring")),
+                  "io_uring: exit %d: %s", st, err);
+    free(err);
+    struct srvproc p;
+    const char *env = getenv("FUT_IO_BACKEND");
+    /* --io-backend epoll prints its backend (FUT_IO_BACKEND overrides) */
+    const char *eargs[] = {"--io-backend", "epoll", NULL};
+    fut_redis_start(&p, NULL, eargs);
+    err = harness_slurp(p.log, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "backend: %s\n",
+             env && strcmp(env, "auto") ? env : "epoll");
+    ck_assert_msg(strstr(err, want), "want '%s' in %s", want, err);
+    free(err);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+int main(void)
+{
+    static const char *const progs[] = {"redis-server", "redis-benchmark",
+                                        NULL};
+    harness_require(progs);
+    Suite *s = suite_create("redis_server");
+    tcase_add_test(fut_test_tcase(s, "benchmark"), benchmark);
+    tcase_add_test(fut_test_tcase(s, "clients10k"), clients10k);
+    tcase_add_test(fut_test_tcase(s, "slow_subscriber"), slow_subscriber);
+    tcase_add_test(fut_test_tcase(s, "malformed"), malformed);
+    tcase_add_test(fut_test_tcase(s, "timeout"), timeout);
+    tcase_add_test(fut_test_tcase(s, "maxmemory"), maxmemory);
+    tcase_add_test(fut_test_tcase(s, "shutdown"), graceful_shutdown);
+    tcase_add_test(fut_test_tcase(s, "cmdline"), cmdline);
+    return fut_test_run(s);
+}
