@@ -441,7 +441,13 @@ void cmd_punsubscribe(struct cmd_ctx *c)
 
 /* -------------------------------------------------------------------- glob */
 
-int glob_match(const char *p, size_t plen, const char *s, size_t slen)
+/* '*skip' is set once a '*' found no match for the rest of the pattern
+ * anywhere in the rest of the string: then no earlier '*' can do better
+ * by matching more, and every caller up the recursion gives up at once
+ * (Redis 7.0.10's fix for CVE-2022-36021; without it a pattern like
+ * "*a*a*a*a*b" takes exponential time). */
+static int glob(const char *p, size_t plen, const char *s, size_t slen,
+                int *skip)
 {
     while (plen && slen) {
         switch (p[0]) {
@@ -453,11 +459,14 @@ int glob_match(const char *p, size_t plen, const char *s, size_t slen)
             if (plen == 1)
                 return 1;
             while (slen) {
-                if (glob_match(p + 1, plen - 1, s, slen))
+                if (glob(p + 1, plen - 1, s, slen, skip))
                     return 1;
+                if (*skip)
+                    return 0;
                 s++;
                 slen--;
             }
+            *skip = 1;
             return 0;
         case '?':
             break;
@@ -528,4 +537,10 @@ int glob_match(const char *p, size_t plen, const char *s, size_t slen)
         }
     }
     return plen == 0 && slen == 0;
+}
+
+int glob_match(const char *p, size_t plen, const char *s, size_t slen)
+{
+    int skip = 0;
+    return glob(p, plen, s, slen, &skip);
 }
