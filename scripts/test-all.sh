@@ -19,7 +19,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-deps="build-essential cmake ninja-build pkg-config check clang valgrind python3 liburing-dev"
+# redis-server, redis-tools: fut-redis's side-by-side and benchmark tests
+# (apps/fut-redis/test); libclang-rt-14-dev: libFuzzer for clang 14
+# (redis_fuzz.run in the asan build)
+deps="build-essential cmake ninja-build pkg-config check clang valgrind python3
+      liburing-dev redis-server redis-tools libclang-rt-14-dev"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
