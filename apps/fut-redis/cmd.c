@@ -195,13 +195,26 @@ void reply_syntax(struct cmd_ctx *c)
     resp_add_error(c->out, "ERR syntax error");
 }
 
-struct entry **key_find(struct cmd_ctx *c, size_t i, struct shard **sh,
-                        uint64_t *h)
+static struct entry **find(struct cmd_ctx *c, size_t i, struct shard **sh,
+                           uint64_t *h, int lock)
 {
     *h = db_hash(c->argv[i].p, c->argv[i].len);
     *sh = db_shard(c->db, *h);
-    pthread_mutex_lock(&(*sh)->mu);
+    if (lock)
+        pthread_mutex_lock(&(*sh)->mu);
     return db_find(c->db, *sh, c->argv[i].p, c->argv[i].len, *h, c->now_ms);
+}
+
+struct entry **key_find_locked(struct cmd_ctx *c, size_t i,
+                               struct shard **sh, uint64_t *h)
+{
+    return find(c, i, sh, h, 0);
+}
+
+struct entry **key_find(struct cmd_ctx *c, size_t i, struct shard **sh,
+                        uint64_t *h)
+{
+    return find(c, i, sh, h, 1);
 }
 
 void key_unlock(struct shard *sh)

@@ -52,6 +52,11 @@ void reply_syntax(struct cmd_ctx *c);
 /* Locks the shard of argv[i], finds the key; *sh and *h are set. */
 struct entry **key_find(struct cmd_ctx *c, size_t i, struct shard **sh,
                         uint64_t *h);
+/* The same with the shard already locked (db_lock_keys: commands over
+ * several keys lock all their shards first, so that other workers see
+ * the command happen at one instant, as Redis' single thread does). */
+struct entry **key_find_locked(struct cmd_ctx *c, size_t i,
+                               struct shard **sh, uint64_t *h);
 void key_unlock(struct shard *sh);
 
 /* The commands (cmd_string.c, cmd_list.c, cmd_keys.c, cmd_server.c,

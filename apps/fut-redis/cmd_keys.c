@@ -5,29 +5,33 @@
 
 void cmd_del(struct cmd_ctx *c)
 {
+    uint64_t set[DB_SET_WORDS];
     long long n = 0;
+    db_lock_keys(c->db, c->argv, 1, c->argc - 1, 1, set);
     for (size_t i = 1; i < c->argc; i++) {
         struct shard *sh;
         uint64_t h;
-        struct entry **pp = key_find(c, i, &sh, &h);
+        struct entry **pp = key_find_locked(c, i, &sh, &h);
         if (pp) {
             db_delete(c->db, sh, pp);
             n++;
         }
-        key_unlock(sh);
     }
+    db_unlock_keys(c->db, set);
     resp_add_int(c->out, n);
 }
 
 void cmd_exists(struct cmd_ctx *c)
 {
+    uint64_t set[DB_SET_WORDS];
     long long n = 0;
+    db_lock_keys(c->db, c->argv, 1, c->argc - 1, 1, set);
     for (size_t i = 1; i < c->argc; i++) {
         struct shard *sh;
         uint64_t h;
-        n += key_find(c, i, &sh, &h) != NULL;
-        key_unlock(sh);
+        n += key_find_locked(c, i, &sh, &h) != NULL;
     }
+    db_unlock_keys(c->db, set);
     resp_add_int(c->out, n);
 }
 

@@ -172,17 +172,19 @@ void cmd_getdel(struct cmd_ctx *c)
 
 void cmd_mget(struct cmd_ctx *c)
 {
+    uint64_t set[DB_SET_WORDS];
+    db_lock_keys(c->db, c->argv, 1, c->argc - 1, 1, set);
     resp_add_array(c->out, (long long)c->argc - 1);
     for (size_t i = 1; i < c->argc; i++) {
         struct shard *sh;
         uint64_t h;
-        struct entry **pp = key_find(c, i, &sh, &h);
+        struct entry **pp = key_find_locked(c, i, &sh, &h);
         if (pp && (*pp)->type == OBJ_STRING)
             reply_string(c, *pp);
         else
             resp_add_null(c->out);
-        key_unlock(sh);
     }
+    db_unlock_keys(c->db, set);
 }
 
 void cmd_mset(struct cmd_ctx *c)

@@ -264,6 +264,16 @@ size_t client_recv(int fd, char *buf, size_t len)
     return got;
 }
 
+size_t client_recv_some(int fd, char *buf, size_t len)
+{
+    for (;;) {
+        ssize_t n = recv(fd, buf, len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n > 0 ? (size_t)n : 0;
+    }
+}
+
 int client_recv_eof(int fd, char *buf, size_t len, size_t *n)
 {
     *n = 0;

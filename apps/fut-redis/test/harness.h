@@ -50,6 +50,8 @@ int client_connect(const struct srvproc *p);
 int client_send(int fd, const void *buf, size_t len);
 /* Reads until 'len' bytes came, EOF, or the timeout; returns the count. */
 size_t client_recv(int fd, char *buf, size_t len);
+/* One recv (waits up to the timeout); the count, 0 at EOF or error. */
+size_t client_recv_some(int fd, char *buf, size_t len);
 /* Reads until EOF (or the timeout: then returns -1); the bytes read are
  * in 'buf' ('*n' of them, at most 'len'). */
 int client_recv_eof(int fd, char *buf, size_t len, size_t *n);

@@ -11,6 +11,8 @@
  *   maxmemory        --maxmemory: -OOM for writes that grow, reads go on
  *   shutdown         SIGTERM: the replies in flight are written, exit 0
  *   cmdline          unknown option / bad value / --io-backend
+ *   multikey         MSET/MGET/DEL/EXISTS over two keys are atomic for
+ *                    other clients (the point of the .mt variant)
  * The .mt variants run fut-redis with --workers 2. */
 #include <errno.h>
 #include <signal.h>
@@ -403,6 +405,119 @@ START_TEST(graceful_shutdown)
 }
 END_TEST
 
+/* ------------------------------------------------------------ multikey */
+
+/* MSET, MGET, DEL and EXISTS over many keys happen at one instant for
+ * the other clients (with --workers: on other workers): a writer sets
+ * NKEYS keys to one value again and again, or deletes them all, while a
+ * reader checks that it never sees two values, or some keys only. */
+#define ROUNDS TEST_ITERS(1000, 200)
+#define NKEYS 1000
+#define WRITERS 3
+
+/* "<cmd> k0 [v] k1 [v] ..." as an inline request. */
+static size_t keys_req(char *req, size_t cap, const char *cmd, int v)
+{
+    size_t n = (size_t)snprintf(req, cap, "%s", cmd);
+    for (int k = 0; k < NKEYS; k++)
+        n += v < 0 ? (size_t)snprintf(req + n, cap - n, " k%d", k)
+                   : (size_t)snprintf(req + n, cap - n, " k%d %d", k, v);
+    return n + (size_t)snprintf(req + n, cap - n, "\r\n");
+}
+
+static void writer(const struct srvproc *p)
+{
+    int fd = client_connect(p);
+    if (fd < 0)
+        _exit(1);
+    static char req[NKEYS * 24];
+    char buf[8];
+    for (int i = 0; i < ROUNDS; i++) {
+        int del = i % 4 == 3;
+        size_t n = keys_req(req, sizeof req, del ? "DEL" : "MSET",
+                            del ? -1 : i);
+        if (client_send(fd, req, n) != 0 ||
+            client_recv(fd, buf, del ? 4 : 5) == 0) /* ":N\r\n" "+OK\r\n" */
+            _exit(1);
+        if (del && buf[1] != '0') /* ":1000\r\n": 3 more bytes */
+            client_recv(fd, buf, 3);
+    }
+    _exit(0);
+}
+
+/* A buffered reader of reply lines. */
+struct lines {
+    int fd;
+    size_t pos, len;
+    char b[1 << 16];
+};
+
+/* Reads one reply line (up to LF) into 'buf'. */
+static void line(struct lines *r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n + 1 < cap) {
+        if (r->pos == r->len) {
+            r->pos = 0;
+            r->len = client_recv_some(r->fd, r->b, sizeof r->b);
+            if (r->len == 0)
+                break;
+        }
+        if ((buf[n++] = r->b[r->pos++]) == '\n')
+            break;
+    }
+    buf[n] = '\0';
+}
+
+START_TEST(multikey)
+{
+    struct srvproc p;
+    fut_redis_start(&p, NULL, NULL);
+    pid_t w[WRITERS];
+    for (int i = 0; i < WRITERS; i++) { /* several: they spread over the
+                                           workers */
+        w[i] = fork();
+        ck_assert_int_ge(w[i], 0);
+        if (w[i] == 0)
+            writer(&p);
+    }
+    int fd = client_connect(&p);
+    ck_assert_int_ge(fd, 0);
+    static struct lines r;
+    r.fd = fd;
+    static char mget[NKEYS * 16], exists[NKEYS * 16];
+    size_t nm = keys_req(mget, sizeof mget, "MGET", -1);
+    size_t ne = keys_req(exists, sizeof exists, "EXISTS", -1);
+    for (int i = 0; i < ROUNDS; i++) {
+        char first[64] = "", l[64];
+        ck_assert_int_eq(client_send(fd, mget, nm), 0);
+        line(&r, l, sizeof l);
+        ck_assert_int_eq(atoi(l + 1), NKEYS);
+        for (int k = 0; k < NKEYS; k++) {
+            line(&r, l, sizeof l); /* "$-1" or "$<len>", then the value */
+            if (l[1] != '-')
+                line(&r, l + strlen(l), sizeof l - strlen(l));
+            if (k == 0)
+                snprintf(first, sizeof first, "%s", l);
+            ck_assert_msg(!strcmp(l, first), "MGET saw k0=%s k%d=%s",
+                          first, k, l);
+        }
+        ck_assert_int_eq(client_send(fd, exists, ne), 0);
+        line(&r, l, sizeof l);
+        ck_assert_msg(atoi(l + 1) == 0 || atoi(l + 1) == NKEYS,
+                      "EXISTS saw %s", l);
+    }
+    for (int i = 0; i < WRITERS; i++) {
+        int st;
+        waitpid(w[i], &st, 0);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer failed");
+    }
+    close(fd);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
 /* --------------------------------------------------------------- cmdline */
 
 /* Runs fut-redis with 'args' until it exits, or for 3 s (then SIGTERM),
@@ -465,5 +580,6 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "maxmemory"), maxmemory);
     tcase_add_test(fut_test_tcase(s, "shutdown"), graceful_shutdown);
     tcase_add_test(fut_test_tcase(s, "cmdline"), cmdline);
+    tcase_add_test(fut_test_tcase(s, "multikey"), multikey);
     return fut_test_run(s);
 }
