@@ -5,6 +5,7 @@
  *                    10,001st refused with Redis' maxclients error
  *   slow_subscriber  a subscriber that never reads is cut off at the
  *                    pub/sub output limit while other clients are served
+ *   soft_limit       ... and after a second over the soft limit
  *   malformed        bad requests get redis-server's exact bytes, then a
  *                    close; other clients go on
  *   timeout          --timeout closes an idle client, not a busy one
@@ -227,6 +228,46 @@ START_TEST(slow_subscriber)
     close(sub);
     close(pub);
     close(other);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
+/* The soft limit: over 256 KB of unsent output for 1 s is a cut too,
+ * while the hard limit (64 MB) is never reached. A Unix socket, whose
+ * kernel buffers are small, and a slow publisher (64 KB every 50 ms). */
+START_TEST(soft_limit)
+{
+    const char *args[] = {"--client-output-buffer-limit",
+                          "pubsub 64mb 256kb 1", NULL};
+    struct srvproc p;
+    fut_redis_start(&p, "fut.sock", args);
+    int sub = client_connect(&p), pub = client_connect(&p);
+    ck_assert_int_ge(sub, 0);
+    ck_assert_int_ge(pub, 0);
+    expect_reply(sub, "SUBSCRIBE ch\r\n",
+                 "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
+    static char req[PAYLOAD + 64];
+    int hdr = snprintf(req, sizeof req, "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n"
+                                        "$%d\r\n", PAYLOAD);
+    memset(req + hdr, 'x', PAYLOAD);
+    memcpy(req + hdr + PAYLOAD, "\r\n", 2);
+    int64_t t0 = now_ms();
+    int i;
+    for (i = 0; i < 200; i++) { /* 10 s, 12.8 MB at most */
+        char r[8];
+        ck_assert_int_eq(client_send(pub, req, (size_t)hdr + PAYLOAD + 2), 0);
+        ck_assert_uint_eq(client_recv(pub, r, 4), 4);
+        if (!memcmp(r, ":0\r\n", 4))
+            break;
+        usleep(50000);
+    }
+    ck_assert_msg(i < 200, "the soft limit never cut the subscriber");
+    ck_assert_int_ge(now_ms() - t0, 1000); /* not before its second */
+    ck_assert_int_eq(info_field(&p, "client_output_buffer_limit_"
+                                    "disconnections"), 1);
+    close(sub);
+    close(pub);
     ck_assert_int_eq(srv_stop(&p), 0);
     harness_cleanup();
 }
@@ -575,6 +616,7 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "benchmark"), benchmark);
     tcase_add_test(fut_test_tcase(s, "clients10k"), clients10k);
     tcase_add_test(fut_test_tcase(s, "slow_subscriber"), slow_subscriber);
+    tcase_add_test(fut_test_tcase(s, "soft_limit"), soft_limit);
     tcase_add_test(fut_test_tcase(s, "malformed"), malformed);
     tcase_add_test(fut_test_tcase(s, "timeout"), timeout);
     tcase_add_test(fut_test_tcase(s, "maxmemory"), maxmemory);
