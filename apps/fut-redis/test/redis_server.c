@@ -561,17 +561,24 @@ END_TEST
 
 /* --------------------------------------------------------------- cmdline */
 
-/* Runs fut-redis with 'args' until it exits, or for 3 s (then SIGTERM),
- * and returns its exit status; its stderr is in '*err'. Without
- * FUT_IO_BACKEND: it would override --io-backend, the option tested. */
-static int run_cmdline(const char *args, char **err)
+/* Runs fut-redis with 'args' until it exits, or for 3 s (then 'sig':
+ * "TERM" or "INT"), and returns its exit status; its stderr is in
+ * '*err'. Without FUT_IO_BACKEND: it would override --io-backend, the
+ * option tested. */
+static int run_cmdline_sig(const char *args, const char *sig, char **err)
 {
     char log[300];
     snprintf(log, sizeof log, "%s/cmdline.log", harness_dir());
     int st = harness_sh("env -u FUT_IO_BACKEND timeout --preserve-status "
-                        "-s TERM 3 %s %s > %s 2>&1", FUT_REDIS_BIN, args, log);
+                        "-s %s 3 %s %s > %s 2>&1", sig, FUT_REDIS_BIN, args,
+                        log);
     *err = harness_slurp(log, NULL);
     return st;
+}
+
+static int run_cmdline(const char *args, char **err)
+{
+    return run_cmdline_sig(args, "TERM", err);
 }
 
 START_TEST(cmdline)
@@ -599,9 +606,12 @@ START_TEST(cmdline)
                       (st == 0 && strstr(err, "backend: io_uring")),
                   "io_uring: exit %d: %s", st, err);
     free(err);
-    /* --io-backend epoll runs on epoll and says so */
-    ck_assert_int_eq(run_cmdline("--port 0 --io-backend epoll", &err), 0);
+    /* --io-backend epoll runs on epoll and says so; SIGINT (Ctrl-C) is
+     * a graceful shutdown too */
+    ck_assert_int_eq(run_cmdline_sig("--port 0 --io-backend epoll", "INT",
+                                     &err), 0);
     ck_assert_msg(strstr(err, "backend: epoll\n"), "%s", err);
+    ck_assert_msg(strstr(err, "signal 2: shutting down"), "%s", err);
     free(err);
     harness_cleanup();
 }
