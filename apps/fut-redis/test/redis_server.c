@@ -341,22 +341,23 @@ END_TEST
 
 START_TEST(timeout)
 {
-    const char *args[] = {"--timeout", "1", NULL};
+    const char *args[] = {"--timeout", "2", NULL};
     struct srvproc p;
     fut_redis_start(&p, NULL, args);
     int quiet = client_connect(&p), busy = client_connect(&p);
     ck_assert_int_ge(quiet, 0);
     ck_assert_int_ge(busy, 0);
     int64_t t0 = now_ms();
-    for (int i = 0; i < 8; i++) { /* 2.4 s of a command every 300 ms */
+    for (int i = 0; i < 12; i++) { /* 3 s of a command every 250 ms: an
+                                      8x margin under the 2 s timeout */
         expect_reply(busy, "PING\r\n", "+PONG\r\n");
-        usleep(300000);
+        usleep(250000);
     }
     char buf[16];
     size_t n;
     ck_assert_int_eq(client_recv_eof(quiet, buf, sizeof buf, &n), 0);
     ck_assert_uint_eq(n, 0);
-    ck_assert_int_ge(now_ms() - t0, 900);
+    ck_assert_int_ge(now_ms() - t0, 1900);
     ck_assert_int_eq(info_field(&p, "client_timeout_disconnections"), 1);
     expect_reply(busy, "PING\r\n", "+PONG\r\n");
     close(quiet);
