@@ -21,9 +21,13 @@
  *      marks the client to close after the reply.
  *   3. WRITE: the whole output of the batch goes out, one write(2) per
  *      readiness (all replies of one read batch in one write, unless the
- *      socket takes less); a subscriber also receives messages meanwhile,
- *      appended to the output, so a client that does not read is cut at
- *      the output limit instead of blocking its publishers (pubsub.h).
+ *      socket takes less); a subscriber also receives messages meanwhile
+ *      (the pump, selected against the write: it never makes the write
+ *      lose, only the limit does, since a write in flight on io_uring
+ *      cannot be dropped without losing track of its bytes); they wait
+ *      in 'side' and join the output after the write, so a client that
+ *      does not read is cut at the output limit instead of blocking its
+ *      publishers (pubsub.h).
  *   4. back to READ, or close (QUIT, protocol error, EOF, error, idle
  *      timeout, output limit, no memory, shutdown).
  * Dropping the task in any state (shutdown, runtime free) drops the
@@ -99,21 +103,25 @@ struct conn {
     struct fut_future *wait;   /* what step 1 or 3 awaits */
     struct fut_io_read rd;
     struct fut_io_write wr;
-    struct fut_mpsc_recv rv;   /* a subscriber's next message */
+    struct fut_mpsc_recv rv;   /* a subscriber's next message (read) */
     struct psmsg *msg;         /* rv's output */
-    struct fut_select2 sel;    /* rd or wr, against rv */
+    struct pump {              /* a subscriber's messages (write) */
+        struct fut_future base;
+        struct conn *c;
+    } pump;
+    struct resp_out side;      /* messages that came during a write */
+    struct fut_select2 sel;    /* rd against rv, or wr against pump */
     struct fut_timeout tmo;    /* --timeout over the read */
 };
 
-/* Adds the subscriber's receive to 'io' (a read or a write) when the
- * client has a subscriber; sets what to await. */
-static void arm(struct conn *c, struct fut_future *io)
+/* Sets what to await: 'io' alone, or, once the client has a subscriber,
+ * 'io' against 'msgs' (the channel's receive or the pump). */
+static void arm(struct conn *c, struct fut_future *io, struct fut_future *msgs)
 {
     c->wait = io;
     c->selecting = c->cl.sub != NULL;
     if (c->selecting) {
-        fut_mpsc_recv_init(&c->rv, &c->cl.sub->rx, &c->msg);
-        fut_select2_init(&c->sel, io, &c->rv.base, FUT_SELECT_BIASED);
+        fut_select2_init(&c->sel, io, msgs, FUT_SELECT_BIASED);
         c->wait = &c->sel.base;
     }
 }
@@ -127,7 +135,9 @@ static int arm_read(struct conn *c)
     if (!dst)
         return 0;
     fut_io_read_init(&c->rd, c->io, dst, room);
-    arm(c, &c->rd.base);
+    if (c->cl.sub) /* a read may be dropped: cancel-safe on both backends */
+        fut_mpsc_recv_init(&c->rv, &c->cl.sub->rx, &c->msg);
+    arm(c, &c->rd.base, &c->rv.base);
     /* Redis does not time out subscribers (clientsCronHandleTimeout). */
     if (c->srv->cfg.timeout_s && pubsub_count_of(&c->cl) == 0) {
         fut_timeout_init(&c->tmo, c->wait,
@@ -137,21 +147,33 @@ static int arm_read(struct conn *c)
     return 1;
 }
 
-/* Step 3: one write of what is left of the output. */
+static int pump_poll(struct fut_future *f, struct fut_context *cx);
+static const struct fut_future_vtable pump_vt = {pump_poll, NULL,
+                                                 "pubsub_pump", NULL};
+
+/* Step 3: one write of what is left of the output; a subscriber's
+ * messages meanwhile go to the pump, not to a receive that would win
+ * against the write: a write in flight must not be dropped (on io_uring
+ * its bytes may have left already: io.h), except to close. */
 static void arm_write(struct conn *c)
 {
     struct resp_out *o = &c->cl.out;
     fut_io_write_init(&c->wr, c->io, o->buf + o->sent, o->len - o->sent);
-    arm(c, &c->wr.base);
+    if (c->cl.sub) {
+        fut_future_init(&c->pump.base, &pump_vt);
+        c->pump.c = c;
+    }
+    arm(c, &c->wr.base, &c->pump.base);
 }
 
 /* Publishes the unsent size for the publishers' limit check (pubsub.h). */
 static void store_outbuf(struct conn *c)
 {
     if (c->cl.sub)
-        atomic_store_explicit(&c->cl.sub->outbuf,
-                              (long long)(c->cl.out.len - c->cl.out.sent),
-                              memory_order_relaxed);
+        atomic_store_explicit(
+            &c->cl.sub->outbuf,
+            (long long)(c->cl.out.len - c->cl.out.sent + c->side.len),
+            memory_order_relaxed);
 }
 
 /* The output limit (Redis' client-output-buffer-limit pubsub): 1 when
@@ -160,7 +182,8 @@ static int over_limit(struct conn *c)
 {
     const struct server_config *cfg = &c->srv->cfg;
     struct subscriber *s = c->cl.sub;
-    long long unsent = (long long)(c->cl.out.len - c->cl.out.sent);
+    long long unsent =
+        (long long)(c->cl.out.len - c->cl.out.sent + c->side.len);
     if (cfg->pubsub_hard && unsent > cfg->pubsub_hard)
         return 1;
     if (!cfg->pubsub_soft || unsent <= cfg->pubsub_soft) {
@@ -173,45 +196,72 @@ static int over_limit(struct conn *c)
     return now - s->soft_since >= cfg->pubsub_soft_s * NS_PER_S;
 }
 
-/* Moves one message into the output. 0: the connection must close (a
- * publisher found it over the limit and sent NULL). */
-static int take_message(struct conn *c, struct psmsg *m)
+/* Moves one message into 'o' (the output, or 'side' while a write is
+ * in flight). 0: the connection must close (a publisher found it over
+ * the limit and sent NULL). */
+static int take_message(struct conn *c, struct resp_out *o, struct psmsg *m)
 {
     if (!m || atomic_load_explicit(&c->cl.sub->kill, memory_order_relaxed)) {
         psmsg_unref(m);
         return 0;
     }
-    resp_add_raw(&c->cl.out, m->data, m->len);
+    resp_add_raw(o, m->data, m->len);
     atomic_fetch_sub_explicit(&c->cl.sub->queued, (long long)m->len,
                               memory_order_relaxed);
     psmsg_unref(m);
     return 1;
 }
 
-/* The receive won: takes its message and what else is queued (up to
- * DRAIN_MAX), then checks the limit. */
+/* The client is cut off at the output limit: counted once per client,
+ * by whoever set 'kill' first (a publisher or this connection). */
+static enum step cut(struct conn *c)
+{
+    if (!atomic_exchange_explicit(&c->cl.sub->kill, 1, memory_order_relaxed))
+        add(&c->srv->pubsub_killed, 1);
+    return STEP_CLOSE;
+}
+
+/* The receive won a read: takes its message and what else is queued (up
+ * to DRAIN_MAX), then checks the limit. */
 static enum step got_messages(struct conn *c)
 {
     struct psmsg *m = c->msg;
     c->msg = NULL;
-    if (c->rv.result != 0 || !take_message(c, m))
-        goto cut;
+    if (c->rv.result != 0 || !take_message(c, &c->cl.out, m))
+        return cut(c);
     for (int i = 0; i < DRAIN_MAX; i++) {
         if (fut_mpsc_try_recv(&c->cl.sub->rx, &m) != 0)
             break;
-        if (!take_message(c, m))
-            goto cut;
+        if (!take_message(c, &c->cl.out, m))
+            return cut(c);
     }
     store_outbuf(c);
     if (c->cl.out.oom)
         return STEP_CLOSE;
-    if (!over_limit(c))
-        return STEP_WRITE;
-cut:
-    /* counted once per client: by whoever set 'kill' first */
-    if (!atomic_exchange_explicit(&c->cl.sub->kill, 1, memory_order_relaxed))
-        add(&c->srv->pubsub_killed, 1);
-    return STEP_CLOSE;
+    return over_limit(c) ? cut(c) : STEP_WRITE;
+}
+
+/* The pump (a write is in flight): moves the messages that come into
+ * 'side'; READY only when the client must be cut off (the limit, a
+ * publisher's kill, no memory). PENDING with the channel's waker
+ * registered, or after waking itself when DRAIN_MAX messages came in one
+ * poll (more may be queued: it lets other tasks run first). */
+static int pump_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct conn *c = ((struct pump *)f)->c;
+    for (int i = 0; i < DRAIN_MAX; i++) {
+        struct psmsg *m;
+        int res;
+        if (fut_mpsc_poll_recv(&c->cl.sub->rx, cx, &m, &res) == FUT_PENDING)
+            return FUT_PENDING;
+        if (res != 0 || !take_message(c, &c->side, m) || c->side.oom)
+            return FUT_READY;
+        store_outbuf(c);
+        if (over_limit(c))
+            return FUT_READY;
+    }
+    fut_waker_wake_by_ref(&cx->waker);
+    return FUT_PENDING;
 }
 
 /* Step 2: runs every complete command of the batch. */
@@ -252,14 +302,21 @@ static enum step after_read(struct conn *c)
     return c->cl.out.oom ? STEP_CLOSE : STEP_WRITE;
 }
 
-/* After one write of step 3. */
+/* After one write of step 3: the messages that came meanwhile join the
+ * output behind what is left of it. */
 static enum step after_write(struct conn *c)
 {
     if (c->selecting && c->sel.winner == 1)
-        return got_messages(c);
+        return c->side.oom ? STEP_CLOSE : cut(c);
     if (c->wr.result < 0)
         return STEP_CLOSE;
     c->cl.out.sent += (size_t)c->wr.result;
+    if (c->side.len) {
+        resp_add_raw(&c->cl.out, c->side.buf, c->side.len);
+        c->side.len = 0;
+        if (c->cl.out.oom)
+            return STEP_CLOSE;
+    }
     store_outbuf(c);
     return STEP_WRITE;
 }
@@ -306,6 +363,7 @@ static void conn_cleanup(struct fut_future *f)
     pubsub_client_gone(srv, &c->cl);
     resp_parser_fini(&c->rp);
     resp_out_fini(&c->cl.out);
+    resp_out_fini(&c->side);
     free(c->cl.name);
     fut_io_close(c->io);
     if (c->busy)
@@ -344,6 +402,7 @@ static void start_conn(struct server *srv, struct fut_io *io)
     c.cl.srv = srv;
     c.cl.id = (uint64_t)add(&srv->next_id, 1);
     resp_out_init(&c.cl.out);
+    resp_out_init(&c.side);
     fut_tcp_set_nodelay(io, 1); /* fails harmlessly on a Unix socket */
     /* The parser holds no pointer into 'c', so 'c' may be copied into
      * the task by fut_spawn. */
