@@ -390,6 +390,17 @@ const char *fut_io_backend_error(void)
     return backend_why ? backend_why : "";
 }
 
+#ifdef FUT_HAVE_URING
+/* Valgrind preloads its core library; its io_uring_enter does not let
+ * other threads run while one waits in it (3.19: a park that blocks stalls
+ * the thread that would wake it). */
+static int under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload") != NULL;
+}
+#endif
+
 /* AUTO: io_uring when this build has it, the runtime is current-thread
  * (one ring per worker is not done yet) and a probe ring with the
  * features backend_uring.c uses can be set up; else epoll. An explicit
@@ -411,6 +422,12 @@ static int pick_backend(const struct fut_rt_config *cfg,
         backend_why = "io_uring: the multi-thread runtime has no per-worker "
                       "rings yet (use the current-thread runtime or epoll)";
         return kind == FUT_IO_URING ? FUT_ENOSYS : 0;
+    }
+    if (kind == FUT_IO_AUTO && under_valgrind()) {
+        backend_why = "io_uring: not chosen by AUTO under valgrind (it runs "
+                      "io_uring_enter holding its thread lock: a blocked "
+                      "wait stalls every other thread)";
+        return 0;
     }
     const char *why = NULL;
     r = fut__uring_probe(&why);
