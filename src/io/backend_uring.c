@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -150,7 +151,6 @@ struct fut__backend {
 
 /* ------------------------------------------------------------- probe */
 
-static fut__aword probe_state; /* 0 unknown, 1 ok, 2 failed */
 static int probe_err;
 static const char *probe_why;
 
@@ -221,38 +221,39 @@ static const char *why_of(int err)
     return "io_uring: io_uring_setup failed";
 }
 
+/* Runs once per process (pthread_once: the runtimes of several threads
+ * may be created at the same time; the results are written before any
+ * caller reads them). */
+static void probe_once(void)
+{
+    struct io_uring ring;
+    int coop;
+    int r = ring_setup(&ring, &coop);
+    if (r == 0) {
+        struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
+        static const int need[] = {IORING_OP_RECV, IORING_OP_SEND,
+                                   IORING_OP_ACCEPT, IORING_OP_POLL_ADD,
+                                   IORING_OP_ASYNC_CANCEL,
+                                   IORING_OP_PROVIDE_BUFFERS};
+        for (size_t i = 0; p && i < sizeof need / sizeof need[0]; i++)
+            if (!io_uring_opcode_supported(p, need[i]))
+                r = -ENOSYS;
+        if (!p)
+            r = -ENOSYS;
+        io_uring_free_probe(p);
+        io_uring_queue_exit(&ring);
+    }
+    probe_err = r;
+    probe_why = r ? why_of(r) : NULL;
+}
+
 int fut__uring_probe(const char **why)
 {
-    /* Acquire: pairs with the release store below (probe_err, probe_why). */
-    uintptr_t s = fut__load(&probe_state, FUT__ACQUIRE);
-    if (s == 0) {
-        struct io_uring ring;
-        int coop;
-        int r = ring_setup(&ring, &coop);
-        if (r == 0) {
-            struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
-            static const int need[] = {IORING_OP_RECV, IORING_OP_SEND,
-                                       IORING_OP_ACCEPT, IORING_OP_POLL_ADD,
-                                       IORING_OP_ASYNC_CANCEL,
-                                       IORING_OP_PROVIDE_BUFFERS};
-            for (size_t i = 0; p && i < sizeof need / sizeof need[0]; i++)
-                if (!io_uring_opcode_supported(p, need[i]))
-                    r = -ENOSYS;
-            if (!p)
-                r = -ENOSYS;
-            io_uring_free_probe(p);
-            io_uring_queue_exit(&ring);
-        }
-        probe_err = r;
-        probe_why = r ? why_of(r) : NULL;
-        /* Release: probe_err and probe_why before the state (racing
-         * probes compute the same thing). */
-        fut__store(&probe_state, r ? 2 : 1, FUT__RELEASE);
-        s = r ? 2 : 1;
-    }
-    if (s == 2)
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, probe_once);
+    if (probe_err)
         *why = probe_why;
-    return s == 1 ? 0 : probe_err;
+    return probe_err;
 }
 
 /* -------------------------------------------------------------- pools */
