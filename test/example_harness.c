@@ -300,9 +300,15 @@ long ex_idle_rss_per_conn(struct ex_server *s, int n, const char *req,
     return per;
 }
 
-int ex_fault_clients(int port, int conns, int rounds, const char *req,
-                     size_t req_len, const char *reply, size_t reply_len,
-                     int *broken)
+/* 'conns' connections to 'port' (<= 256), 'rounds' lockstep exchanges
+ * of 'req' -> 'reply' on each. A connection whose send fails, or whose
+ * reply is short, EOF or a reset (what an injected fault does to it),
+ * must close within 5 s (else the test fails) and counts in '*broken'.
+ * Returns the connections that did every round, or -1 when a reply had
+ * the right length and wrong bytes. */
+static int fault_clients(int port, int conns, int rounds, const char *req,
+                         size_t req_len, const char *reply,
+                         size_t reply_len, int *broken)
 {
     int fd[256], alive = 0, done = 0;
     char buf[4096];
@@ -350,4 +356,25 @@ int ex_fault_clients(int port, int conns, int rounds, const char *req,
             done++;
         }
     return done;
+}
+
+void ex_uring_faults(const char *bin, const char *req, size_t req_len,
+                     const char *reply, size_t reply_len)
+{
+    const char *env[] = {"FUT_URING_FAULTS=recv:ECONNRESET@23,send:EPIPE@29,"
+                         "accept:ECONNABORTED@5,recv:short@3,send:short@4,"
+                         "sqfull@7",
+                         NULL};
+    struct ex_server s;
+    ex_start(&s, bin, NULL, env);
+    int broken;
+    int done = fault_clients(s.port, 60, 10, req, req_len, reply, reply_len,
+                             &broken);
+    ck_assert_msg(done >= 0, "a reply came back with other bytes");
+    fprintf(stderr, "uring_faults: %d connections served every round, %d "
+            "broken by faults\n", done, broken);
+    ck_assert_int_eq(done + broken, 60);
+    ck_assert_msg(broken > 0, "no fault broke a connection");
+    ck_assert_msg(done >= 10, "only %d of 60 connections survived", done);
+    ASSERT_EQ(ex_stop(&s, 15000), 0);
 }

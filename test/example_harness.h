@@ -32,15 +32,13 @@ void ex_start(struct ex_server *s, const char *bin, const char *const *args,
  * after a timeout (the child is then killed). */
 int ex_stop(struct ex_server *s, int timeout_ms);
 
-/* 'conns' connections to 'port' (<= 256), 'rounds' lockstep exchanges
- * of 'req' -> 'reply' on each. A connection whose send fails, or whose
- * reply is short, EOF or a reset (what an injected fault does to it),
- * must close within 5 s (else the test fails) and counts in '*broken'.
- * Returns the connections that did every round, or -1 when a reply had
- * the right length and wrong bytes. */
-int ex_fault_clients(int port, int conns, int rounds, const char *req,
-                     size_t req_len, const char *reply, size_t reply_len,
-                     int *broken);
+/* The server 'bin' on io_uring with faults injected into its completions
+ * (FUT_URING_FAULTS): 60 keep-alive connections do 10 lockstep rounds of
+ * 'req' -> 'reply'; the ones a fault breaks must close within 5 s, the
+ * others get every reply (at least 10 of them), some fault must have
+ * broken one, and the server exits 0 on SIGTERM. */
+void ex_uring_faults(const char *bin, const char *req, size_t req_len,
+                     const char *reply, size_t reply_len);
 
 /* The child's VmRSS in KiB. */
 long ex_rss_kib(const struct ex_server *s);

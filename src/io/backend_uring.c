@@ -54,464 +54,29 @@
  * a lock; debug builds check it.
  */
 #include <errno.h>
-#include <liburing.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "io/backend.h"
-#include "io/io_internal.h"
+#include "io/uring_internal.h"
 #include "platform/sys.h"
-
-#define SQ_ENTRIES 256
-#define CQ_ENTRIES 4096
-#define BUF_COUNT 128      /* provided buffers per ring (power of two):
-                              the kernel takes them round-robin, so all
-                              of them end up touched (resident): 512 KiB */
-#define BUF_SIZE 4096      /* bytes each */
-#define BUF_GROUP 0
-#define COPY_MAX 65536     /* bytes of a write copied per op */
-#define SOLO_MAX 16384     /* bytes of a single-shot recv's own buffer */
-#define QUEUE_MAX (8 * BUF_SIZE) /* queued bytes that pause a multishot */
-#define SMALL_BUF 2048     /* op buffers up to this come from a free list */
-
-/* user_data of CQEs that are not ops. */
-#define UD_WAKE 1u   /* the wake eventfd's multishot poll */
-#define UD_IGNORE 2u /* cancels, poll removes */
-
-fut__aword fut__uring_enters;
-fut__aword fut__uring_nobufs;
-
-static void count_enter(void)
-{
-    fut__fetch_add(&fut__uring_enters, 1, FUT__RELAXED);
-}
-
-enum ukind { U_RECV_MS, U_RECV, U_SEND, U_ACCEPT, U_POLL };
-
-/* One operation in the kernel's hands. */
-struct uop {
-    struct uop *next;      /* free list */
-    struct fut__io *io;    /* NULL once the fd is forgotten or the op
-                              orphaned: retire on the CQE */
-    uint8_t kind;          /* enum ukind */
-    uint8_t done;          /* single-shot: its CQE came ('res') */
-    uint8_t ended;         /* multishot: ended or cancelled by us */
-    int term;              /* multishot: a fault ends it with this code */
-    uint64_t gen;          /* b->gen at prep: unsubmitted while equal */
-    long res;
-    size_t len, off;       /* RECV: bytes received / copied out */
-    char *buf;             /* RECV, SEND: our buffer (fut__alloc) */
-    size_t cap;
-    struct sockaddr_storage *addr; /* ACCEPT: the peer (fut__alloc) */
-    socklen_t alen;
-};
-
-/* A received chunk on an fd's queue: provided buffer 'bid'. */
-struct chunk {
-    struct chunk *next;
-    uint16_t bid;
-    uint32_t len, off;
-};
-
-/* The backend's state of one fd (io->bstate[0]). */
-struct ufd {
-    struct uop *rd;        /* RECV or ACCEPT: in flight or done */
-    struct uop *ms;        /* the multishot RECV while armed */
-    struct uop *wr;        /* SEND of the current writer */
-    struct uop *poll;      /* the watch's multishot POLL_ADD */
-    struct chunk *head, *tail;
-    size_t queued;         /* bytes on the queue */
-    long end;              /* 1: not ended; 0: EOF; < 0: error (once) */
-    int nobufs;            /* the multishot ran dry: next arm is solo */
-    struct fut_waker rw, ww; /* the native reader's and writer's wakers
-                              (no lock: the ring's thread only; readiness
-                              waits use the fd's own slots) */
-};
-
-struct fut__backend {
-    struct io_uring ring;
-    int wakefd;
-    int enabled;           /* R_DISABLED lifted */
-    pid_t owner;           /* the thread that enabled it */
-    uint64_t gen;          /* io_uring_enter calls that submitted */
-    unsigned inflight;     /* ops whose last CQE has not come */
-    struct io_uring_buf_ring *br;
-    char *bufs;            /* BUF_COUNT * BUF_SIZE, mmap'd */
-    struct uop *free_ops;
-    struct chunk *free_chunks;
-    void *free_bufs;       /* SMALL_BUF buffers, linked through their
-                              first word */
-    int wake_armed;
-};
-
-/* ------------------------------------------------------------- probe */
-
-static int probe_err;
-static const char *probe_why;
-
-static unsigned ring_flags_full(void)
-{
-    return IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-           IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED |
-           IORING_SETUP_CQSIZE;
-}
-
-static unsigned ring_flags_coop(void)
-{
-    return IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
-           IORING_SETUP_CQSIZE;
-}
-
-static int ring_init(struct io_uring *ring, unsigned flags)
-{
-    struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    p.flags = flags;
-    p.cq_entries = CQ_ENTRIES;
-    int r = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
-    if (r == 0 && !(p.features & IORING_FEAT_EXT_ARG)) {
-        io_uring_queue_exit(ring);
-        return -ENOSYS; /* needs the timeout argument of 5.11 */
-    }
-    return r;
-}
-
-/* Sets up a ring with the best flags the kernel has. */
-static int ring_setup(struct io_uring *ring, int *coop)
-{
-    *coop = 0;
-    int r = ring_init(ring, ring_flags_full());
-    if (r == -EINVAL) { /* before 6.1: no DEFER_TASKRUN / SINGLE_ISSUER */
-        *coop = 1;
-        r = ring_init(ring, ring_flags_coop());
-    }
-    return r;
-}
-
-static const char *why_of(int err)
-{
-    if (err == -EPERM) {
-        char c = 0;
-        int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY);
-        if (fd >= 0) {
-            if (read(fd, &c, 1) != 1)
-                c = 0;
-            close(fd);
-        }
-        if (c == '2')
-            return "io_uring: not permitted: sysctl kernel.io_uring_disabled "
-                   "is 2 (set it to 0)";
-        if (c == '1')
-            return "io_uring: not permitted: sysctl kernel.io_uring_disabled "
-                   "is 1 and this process is not in kernel.io_uring_group";
-        return "io_uring: not permitted (a seccomp filter, such as a "
-               "container runtime's default profile, blocks io_uring_setup)";
-    }
-    if (err == -ENOSYS)
-        return "io_uring: the kernel has no io_uring, or one older than "
-               "5.11 (fut needs IORING_FEAT_EXT_ARG)";
-    if (err == -ENOMEM)
-        return "io_uring: no memory for the ring (RLIMIT_MEMLOCK on kernels "
-               "before 5.12)";
-    return "io_uring: io_uring_setup failed";
-}
-
-/* Runs once per process (pthread_once: the runtimes of several threads
- * may be created at the same time; the results are written before any
- * caller reads them). */
-static void probe_once(void)
-{
-    struct io_uring ring;
-    int coop;
-    int r = ring_setup(&ring, &coop);
-    if (r == 0) {
-        struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
-        static const int need[] = {IORING_OP_RECV, IORING_OP_SEND,
-                                   IORING_OP_ACCEPT, IORING_OP_POLL_ADD,
-                                   IORING_OP_ASYNC_CANCEL,
-                                   IORING_OP_PROVIDE_BUFFERS};
-        for (size_t i = 0; p && i < sizeof need / sizeof need[0]; i++)
-            if (!io_uring_opcode_supported(p, need[i]))
-                r = -ENOSYS;
-        if (!p)
-            r = -ENOSYS;
-        io_uring_free_probe(p);
-        io_uring_queue_exit(&ring);
-    }
-    probe_err = r;
-    probe_why = r ? why_of(r) : NULL;
-}
-
-int fut__uring_probe(const char **why)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, probe_once);
-    if (probe_err)
-        *why = probe_why;
-    return probe_err;
-}
-
-/* -------------------------------------------------------------- pools */
-
-static struct uop *uop_new(struct fut__backend *b, struct fut__io *io,
-                           int kind)
-{
-    struct uop *u = b->free_ops;
-    if (u)
-        b->free_ops = u->next;
-    else if (!(u = fut__alloc(sizeof *u)))
-        return NULL;
-    /* Every field, without a memset of the whole (the hot path). */
-    u->next = NULL;
-    u->io = io;
-    u->kind = (uint8_t)kind;
-    u->done = u->ended = 0;
-    u->term = 0;
-    u->gen = 0;
-    u->res = 0;
-    u->len = u->off = u->cap = 0;
-    u->buf = NULL;
-    u->addr = NULL;
-    u->alen = 0;
-    return u;
-}
-
-static void buf_free(struct fut__backend *b, char *p, size_t cap)
-{
-    if (cap == SMALL_BUF) {
-        *(void **)(void *)p = b->free_bufs;
-        b->free_bufs = p;
-    } else {
-        fut__free(p, cap);
-    }
-}
-
-static void uop_free(struct fut__backend *b, struct uop *u)
-{
-    if (u->buf)
-        buf_free(b, u->buf, u->cap);
-    if (u->addr)
-        fut__free(u->addr, sizeof *u->addr);
-    u->buf = NULL;
-    u->addr = NULL;
-    u->next = b->free_ops;
-    b->free_ops = u;
-}
-
-static int uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
-{
-    if (cap <= SMALL_BUF) {
-        cap = SMALL_BUF;
-        if (b->free_bufs) {
-            u->buf = b->free_bufs;
-            b->free_bufs = *(void **)b->free_bufs;
-        } else {
-            u->buf = fut__alloc(cap);
-        }
-    } else {
-        u->buf = fut__alloc(cap);
-    }
-    if (!u->buf)
-        return FUT_ENOMEM;
-    u->cap = cap;
-    return 0;
-}
-
-static struct ufd *ufd_of(struct fut__io *io)
-{
-    return (struct ufd *)io->bstate[0];
-}
-
-/* The waker slot of 'dir' in 'f'. */
-static struct fut_waker *slot(struct ufd *f, unsigned dir)
-{
-    return dir == FUT__DIR_READ ? &f->rw : &f->ww;
-}
-
-static void park(struct ufd *f, unsigned dir, struct fut_context *cx)
-{
-    fut_waker_set(slot(f, dir), &cx->waker);
-}
-
-static void wake(struct fut__io *io, unsigned dir)
-{
-    struct fut_waker *w = slot(ufd_of(io), dir);
-    if (!fut_waker_is_set(w))
-        return;
-    struct fut_waker t = *w;
-    w->vt = NULL;
-    fut_waker_wake(&t);
-}
-
-static void unpark(struct ufd *f, unsigned dir)
-{
-    struct fut_waker *w = slot(f, dir);
-    if (!fut_waker_is_set(w))
-        return;
-    struct fut_waker t = *w;
-    w->vt = NULL;
-    fut_waker_drop(&t);
-}
-
-static struct ufd *ufd_get(struct fut__io *io)
-{
-    struct ufd *f = ufd_of(io);
-    if (!f) {
-        f = fut__alloc(sizeof *f);
-        if (!f)
-            return NULL;
-        memset(f, 0, sizeof *f);
-        f->end = 1;
-        io->bstate[0] = f;
-    }
-    return f;
-}
-
-/* Hands provided buffer 'bid' back to the kernel. */
-static void buf_return(struct fut__backend *b, uint16_t bid)
-{
-    io_uring_buf_ring_add(b->br, b->bufs + (size_t)bid * BUF_SIZE, BUF_SIZE,
-                          bid, io_uring_buf_ring_mask(BUF_COUNT), 0);
-    io_uring_buf_ring_advance(b->br, 1);
-}
-
-static void chunk_push(struct fut__backend *b, struct ufd *f, uint16_t bid,
-                       uint32_t len)
-{
-    struct chunk *c = b->free_chunks;
-    if (c)
-        b->free_chunks = c->next;
-    else if (!(c = fut__alloc(sizeof *c))) {
-        /* No memory to queue it: the bytes cannot be kept. Report the
-         * stream as failed rather than lose bytes silently. */
-        buf_return(b, bid);
-        f->end = FUT_ENOMEM;
-        return;
-    }
-    c->next = NULL;
-    c->bid = bid;
-    c->len = len;
-    c->off = 0;
-    if (f->tail)
-        f->tail->next = c;
-    else
-        f->head = c;
-    f->tail = c;
-    f->queued += len;
-}
-
-static void chunk_pop(struct fut__backend *b, struct ufd *f)
-{
-    struct chunk *c = f->head;
-    f->head = c->next;
-    if (!f->head)
-        f->tail = NULL;
-    buf_return(b, c->bid);
-    c->next = b->free_chunks;
-    b->free_chunks = c;
-}
-
-/* --------------------------------------------------------------- SQEs */
-
-#ifdef FUT_DEBUG
-static void check_thread(struct fut__backend *b)
-{
-    if (b->owner && b->owner != (pid_t)syscall(SYS_gettid))
-        FUT_MISUSE("an io_uring runtime used from a second thread (a "
-                   "current-thread runtime on io_uring is driven by one "
-                   "thread: the first that ran it)");
-}
-#else
-#define check_thread(b) ((void)0)
-#endif
-
-/* Lifts R_DISABLED: this thread becomes the ring's single issuer. */
-static void ring_enable(struct fut__backend *b)
-{
-    if (b->enabled)
-        return;
-    b->enabled = 1;
-    b->owner = (pid_t)syscall(SYS_gettid);
-    /* The register call itself: liburing 2.3 declares
-     * io_uring_enable_rings but its library does not export it. */
-    if (syscall(__NR_io_uring_register, b->ring.ring_fd,
-                IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0 &&
-        errno != EINVAL)
-        FUT_MISUSE("io_uring: enabling the ring failed");
-    io_uring_register_ring_fd(&b->ring); /* best effort (5.18) */
-}
-
-static void submit_now(struct fut__backend *b)
-{
-    ring_enable(b);
-    int r;
-    do {
-        count_enter();
-        r = io_uring_submit(&b->ring);
-    } while (r == -EINTR);
-    b->gen++;
-}
-
-/* An SQE; a full SQ is submitted first (the batch's only early enter). */
-static struct io_uring_sqe *sqe_get(struct fut__backend *b)
-{
-    struct fut__uring_faults *fx = fut__uring_faults;
-    struct io_uring_sqe *s = NULL;
-    if (!(fx && fx->sq_full && fx->sq_full()))
-        s = io_uring_get_sqe(&b->ring);
-    if (!s) {
-        submit_now(b);
-        s = io_uring_get_sqe(&b->ring);
-    }
-    return s; /* never NULL: an empty SQ has room */
-}
-
-static void sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
-                   struct uop *u)
-{
-    io_uring_sqe_set_data(s, u);
-    u->gen = b->gen;
-    b->inflight++;
-}
-
-static void cancel_op(struct fut__backend *b, struct uop *u)
-{
-    struct io_uring_sqe *s = sqe_get(b);
-    io_uring_prep_cancel(s, u, 0);
-    io_uring_sqe_set_data64(s, UD_IGNORE);
-}
-
-static size_t shorten(int kind, size_t len)
-{
-    struct fut__uring_faults *fx = fut__uring_faults;
-    if (fx && fx->shorten && len > 1) {
-        size_t n = fx->shorten(kind, len);
-        if (n >= 1 && n < len)
-            return n;
-    }
-    return len;
-}
 
 /* ------------------------------------------------------------- reads */
 
 static void arm_multishot(struct fut__backend *b, struct fut__io *io,
                           struct ufd *f)
 {
-    struct uop *u = uop_new(b, io, U_RECV_MS);
+    struct uop *u = fut__ur_uop_new(b, io, U_RECV_MS);
     if (!u) {
         f->end = FUT_ENOMEM;
         return;
     }
-    struct io_uring_sqe *s = sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b);
     io_uring_prep_recv_multishot(s, io->fd, NULL, 0, 0);
     s->flags |= IOSQE_BUFFER_SELECT;
     s->buf_group = BUF_GROUP;
-    sqe_op(b, s, u);
+    fut__ur_sqe_op(b, s, u);
     f->ms = u;
 }
 
@@ -519,16 +84,16 @@ static void arm_multishot(struct fut__backend *b, struct fut__io *io,
 static int arm_solo(struct fut__backend *b, struct fut__io *io,
                     struct ufd *f, size_t want)
 {
-    struct uop *u = uop_new(b, io, U_RECV);
+    struct uop *u = fut__ur_uop_new(b, io, U_RECV);
     size_t cap = want < SOLO_MAX ? (want ? want : 1) : SOLO_MAX;
-    if (!u || uop_buffer(b, u, cap) < 0) {
+    if (!u || fut__ur_uop_buffer(b, u, cap) < 0) {
         if (u)
-            uop_free(b, u);
+            fut__ur_uop_free(b, u);
         return FUT_ENOMEM;
     }
-    struct io_uring_sqe *s = sqe_get(b);
-    io_uring_prep_recv(s, io->fd, u->buf, shorten(U_RECV, cap), 0);
-    sqe_op(b, s, u);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    io_uring_prep_recv(s, io->fd, u->buf, fut__ur_shorten(U_RECV, cap), 0);
+    fut__ur_sqe_op(b, s, u);
     f->rd = u;
     return 0;
 }
@@ -541,7 +106,7 @@ static size_t copy_out(struct fut__backend *b, struct ufd *f,
     size_t want = op->len, got = 0;
     struct fut__uring_faults *fx = fut__uring_faults;
     if (fx && fx->shorten)
-        want = shorten(U_RECV, want);
+        want = fut__ur_shorten(U_RECV, want);
     while (got < want && f->head) {
         struct chunk *c = f->head;
         size_t n = c->len - c->off;
@@ -553,7 +118,7 @@ static size_t copy_out(struct fut__backend *b, struct ufd *f,
         got += n;
         f->queued -= n;
         if (c->off == c->len)
-            chunk_pop(b, f);
+            fut__ur_chunk_pop(b, f);
     }
     struct uop *u = f->rd;
     if (got < want && u && u->kind == U_RECV && u->done && u->res > 0) {
@@ -565,7 +130,7 @@ static size_t copy_out(struct fut__backend *b, struct ufd *f,
         got += n;
         if (u->off == u->len) {
             f->rd = NULL;
-            uop_free(b, u);
+            fut__ur_uop_free(b, u);
         }
     }
     return got;
@@ -591,7 +156,7 @@ static int uring_recv(struct fut__backend *b, struct fut__io *io,
         struct uop *u = f->rd;
         f->rd = NULL;
         *res = u->res;
-        uop_free(b, u);
+        fut__ur_uop_free(b, u);
         return FUT_READY;
     }
     if (f->end != 1) { /* the stream ended: EOF sticks, an error once */
@@ -629,13 +194,13 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         uint16_t bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
         if (!io || res <= 0) { /* a fault may have eaten the bytes */
-            buf_return(b, bid);
+            fut__ur_buf_return(b, bid);
         } else {
             struct ufd *f = ufd_of(io);
-            chunk_push(b, f, bid, (uint32_t)res);
+            fut__ur_chunk_push(b, f, bid, (uint32_t)res);
             if (more && f->queued >= QUEUE_MAX && !u->ended) {
                 /* Paused: re-armed by the read that drains the queue. */
-                cancel_op(b, u);
+                fut__ur_cancel_op(b, u);
                 u->ended = 1;
             }
             if (more)
@@ -649,7 +214,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         /* A fault ends the multishot after this CQE's bytes (as the
          * kernel does when the pool runs dry). */
         if (!u->ended) {
-            cancel_op(b, u);
+            fut__ur_cancel_op(b, u);
             u->ended = 1;
         }
         if (io && u->term == -ENOBUFS)
@@ -661,7 +226,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         /* Only a fault says an error and more: the connection broke
          * (its bytes are lost with it); end the multishot. */
         if (!u->ended) {
-            cancel_op(b, u);
+            fut__ur_cancel_op(b, u);
             u->ended = 1;
         }
         if (io && res != -EAGAIN && res != -ECANCELED) {
@@ -691,7 +256,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
             f->end = res;
         wake(io, FUT__DIR_READ);
     }
-    uop_free(b, u);
+    fut__ur_uop_free(b, u);
 }
 
 /* ------------------------------------------------------------ accept */
@@ -711,13 +276,13 @@ static int uring_accept(struct fut__backend *b, struct fut__io *io,
             memcpy(op->addr, u->addr, n);
             *op->alen = u->alen;
         }
-        uop_free(b, u);
+        fut__ur_uop_free(b, u);
         return FUT_READY;
     }
     if (!u) {
-        u = uop_new(b, io, U_ACCEPT);
+        u = fut__ur_uop_new(b, io, U_ACCEPT);
         if (u && !(u->addr = fut__alloc(sizeof *u->addr))) {
-            uop_free(b, u);
+            fut__ur_uop_free(b, u);
             u = NULL;
         }
         if (!u) {
@@ -725,10 +290,10 @@ static int uring_accept(struct fut__backend *b, struct fut__io *io,
             return FUT_READY;
         }
         u->alen = sizeof *u->addr;
-        struct io_uring_sqe *s = sqe_get(b);
+        struct io_uring_sqe *s = fut__ur_sqe_get(b);
         io_uring_prep_accept(s, io->fd, (struct sockaddr *)u->addr,
                              &u->alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        sqe_op(b, s, u);
+        fut__ur_sqe_op(b, s, u);
         f->rd = u;
     }
     park(f, FUT__DIR_READ, cx);
@@ -750,7 +315,7 @@ static int copy_in(struct fut__backend *b, struct uop *u,
     }
     if (total > COPY_MAX)
         total = COPY_MAX;
-    if (uop_buffer(b, u, total ? total : 1) < 0)
+    if (fut__ur_uop_buffer(b, u, total ? total : 1) < 0)
         return FUT_ENOMEM;
     if (op->kind == FUT__OP_WRITEV || op->kind == FUT__OP_SENDV) {
         size_t at = 0;
@@ -778,26 +343,26 @@ static int uring_send(struct fut__backend *b, struct fut__io *io,
             return FUT_PENDING;
         f->wr = NULL;
         *res = u->res;
-        uop_free(b, u);
+        fut__ur_uop_free(b, u);
         return FUT_READY;
     }
     if (!u) {
-        u = uop_new(b, io, U_SEND);
+        u = fut__ur_uop_new(b, io, U_SEND);
         if (!u || copy_in(b, u, op) < 0) {
             if (u)
-                uop_free(b, u);
+                fut__ur_uop_free(b, u);
             *res = FUT_ENOMEM;
             return FUT_READY;
         }
         if (u->len == 0) { /* nothing to send: as send(2) of 0 bytes */
-            uop_free(b, u);
+            fut__ur_uop_free(b, u);
             *res = 0;
             return FUT_READY;
         }
-        struct io_uring_sqe *s = sqe_get(b);
-        io_uring_prep_send(s, io->fd, u->buf, shorten(U_SEND, u->len),
+        struct io_uring_sqe *s = fut__ur_sqe_get(b);
+        io_uring_prep_send(s, io->fd, u->buf, fut__ur_shorten(U_SEND, u->len),
                            MSG_NOSIGNAL);
-        sqe_op(b, s, u);
+        fut__ur_sqe_op(b, s, u);
         f->wr = u;
     }
     park(f, FUT__DIR_WRITE, cx);
@@ -842,7 +407,7 @@ static int uring_op(struct fut__backend *b, struct fut__io *io,
     struct ufd *f = ufd_of(io);
     if (FUT_UNLIKELY(!f || !io->drv)) {
         int r = fut__io_attach(io);
-        if (r == 0 && !(f = ufd_get(io)))
+        if (r == 0 && !(f = fut__ur_ufd_get(io)))
             r = FUT_ENOMEM;
         if (r < 0) {
             *res = r;
@@ -871,7 +436,7 @@ static void drop_poll(struct fut__backend *b, struct fut__io *io,
     struct uop *u = f->poll;
     f->poll = NULL;
     u->io = NULL;
-    cancel_op(b, u);
+    fut__ur_cancel_op(b, u);
     fut__mutex_lock(&io->lock);
     io->watched = 0;
     fut__mutex_unlock(&io->lock);
@@ -893,11 +458,11 @@ static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
     struct uop *u = f->wr;
     f->wr = NULL;
     if (u->done) {
-        uop_free(b, u);
+        fut__ur_uop_free(b, u);
         return;
     }
     u->io = NULL;
-    cancel_op(b, u);
+    fut__ur_cancel_op(b, u);
 }
 
 /* ------------------------------------------------------ watch (poll) */
@@ -907,20 +472,20 @@ static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
 static void arm_poll(struct fut__backend *b, struct fut__io *io,
                      struct uop *u)
 {
-    struct io_uring_sqe *s = sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b);
     io_uring_prep_poll_multishot(s, io->fd, POLL_MASK);
-    sqe_op(b, s, u);
+    fut__ur_sqe_op(b, s, u);
 }
 
 static int uring_watch(struct fut__backend *b, struct fut__io *io)
 {
     check_thread(b);
-    struct ufd *f = ufd_get(io);
+    struct ufd *f = fut__ur_ufd_get(io);
     if (!f)
         return FUT_ENOMEM;
     if (f->poll)
         return 0;
-    struct uop *u = uop_new(b, io, U_POLL);
+    struct uop *u = fut__ur_uop_new(b, io, U_POLL);
     if (!u)
         return FUT_ENOMEM;
     f->poll = u;
@@ -943,7 +508,7 @@ static void on_poll(struct fut__backend *b, struct uop *u, long res,
     }
     if (io)
         ufd_of(io)->poll = NULL;
-    uop_free(b, u);
+    fut__ur_uop_free(b, u);
 }
 
 /* The last handle is closing; the fd is closed right after. */
@@ -961,10 +526,10 @@ static void uring_unwatch(struct fut__backend *b, struct fut__io *io)
         if (ops[i] && !ops[i]->done && ops[i]->gen == b->gen)
             stale = 1;
     if (stale) /* SQEs naming this fd number go before it is closed */
-        submit_now(b);
+        fut__ur_submit_now(b);
     for (int i = 0; i < 4; i++)
         if (ops[i] && !ops[i]->done && !(ops[i] == f->ms && f->ms->ended))
-            cancel_op(b, ops[i]);
+            fut__ur_cancel_op(b, ops[i]);
 }
 
 static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
@@ -996,7 +561,7 @@ static void detach_drain(struct fut__backend *b, struct fut__io *io,
         struct chunk *c = f->head;
         err = fut__io_spill(io, b->bufs + (size_t)c->bid * BUF_SIZE + c->off,
                             c->len - c->off);
-        chunk_pop(b, f);
+        fut__ur_chunk_pop(b, f);
     }
     struct uop *u = f->rd;
     if (!err && u && u->kind == U_RECV && u->done && u->res > 0)
@@ -1029,13 +594,13 @@ static void uring_forget(struct fut__backend *b, struct fut__io *io,
         if (u->done) {
             if (u->kind == U_ACCEPT && u->res >= 0)
                 fut__sys_close((int)u->res);
-            uop_free(b, u);
+            fut__ur_uop_free(b, u);
         } else {
             u->io = NULL;
         }
     }
     while (f->head)
-        chunk_pop(b, f);
+        fut__ur_chunk_pop(b, f);
     unpark(f, FUT__DIR_READ);
     unpark(f, FUT__DIR_WRITE);
     fut__free(f, sizeof *f);
@@ -1125,13 +690,13 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
                 f->wr = NULL;
             wake(io, dir);
         }
-        uop_free(b, u);
+        fut__ur_uop_free(b, u);
         return;
     }
     if (!u->io) { /* orphaned or forgotten: retire */
         if (u->kind == U_ACCEPT && res >= 0)
             fut__sys_close((int)res);
-        uop_free(b, u);
+        fut__ur_uop_free(b, u);
         return;
     }
     u->done = 1;
@@ -1143,7 +708,7 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
 
 static void arm_wake(struct fut__backend *b)
 {
-    struct io_uring_sqe *s = sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b);
     io_uring_prep_poll_multishot(s, b->wakefd, POLLIN);
     io_uring_sqe_set_data64(s, UD_WAKE);
     b->wake_armed = 1;
@@ -1169,7 +734,7 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
     check_thread(b);
     if (!b->wake_armed)
         arm_wake(b);
-    ring_enable(b);
+    fut__ur_ring_enable(b);
     int queued = io_uring_sq_ready(&b->ring) > 0;
     if (timeout_ns == 0) {
         /* A look: enter only when there is something to send or the
@@ -1200,42 +765,6 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
 
 /* ------------------------------------------------------ create/destroy */
 
-static int setup_bufs(struct fut__backend *b)
-{
-    size_t rsz = BUF_COUNT * sizeof(struct io_uring_buf);
-    void *r = mmap(NULL, rsz, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r == MAP_FAILED)
-        return FUT_ENOMEM;
-    void *m = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE,
-                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                   0);
-    if (m == MAP_FAILED) {
-        munmap(r, rsz);
-        return FUT_ENOMEM;
-    }
-    b->br = r;
-    b->bufs = m;
-    io_uring_buf_ring_init(b->br);
-    struct io_uring_buf_reg reg;
-    memset(&reg, 0, sizeof reg);
-    reg.ring_addr = (uintptr_t)r;
-    reg.ring_entries = BUF_COUNT;
-    reg.bgid = BUF_GROUP;
-    int e = io_uring_register_buf_ring(&b->ring, &reg, 0);
-    if (e < 0) {
-        munmap(m, (size_t)BUF_COUNT * BUF_SIZE);
-        munmap(r, rsz);
-        return e;
-    }
-    for (unsigned i = 0; i < BUF_COUNT; i++)
-        io_uring_buf_ring_add(b->br, b->bufs + (size_t)i * BUF_SIZE,
-                              BUF_SIZE, (unsigned short)i,
-                              io_uring_buf_ring_mask(BUF_COUNT), (int)i);
-    io_uring_buf_ring_advance(b->br, BUF_COUNT);
-    return 0;
-}
-
 static int uring_create(struct fut__backend **out, int wakefd)
 {
     struct fut__backend *b = fut__alloc(sizeof *b);
@@ -1243,14 +772,14 @@ static int uring_create(struct fut__backend **out, int wakefd)
         return FUT_ENOMEM;
     memset(b, 0, sizeof *b);
     int coop;
-    int r = ring_setup(&b->ring, &coop);
+    int r = fut__ur_ring_setup(&b->ring, &coop);
     if (r < 0) {
         fut__free(b, sizeof *b);
         return r;
     }
     if (coop)
         b->enabled = 1; /* no R_DISABLED without SINGLE_ISSUER */
-    r = setup_bufs(b);
+    r = fut__ur_setup_bufs(b);
     if (r < 0) {
         io_uring_queue_exit(&b->ring);
         fut__free(b, sizeof *b);
@@ -1267,13 +796,13 @@ static void uring_destroy(struct fut__backend *b)
     /* Cancel what is in flight and wait for the last CQE: the kernel must
      * be done with every buffer before it goes. Bounded: a second. */
     if (b->enabled || b->inflight) {
-        ring_enable(b);
-        struct io_uring_sqe *s = sqe_get(b);
+        fut__ur_ring_enable(b);
+        struct io_uring_sqe *s = fut__ur_sqe_get(b);
         io_uring_prep_cancel(s, NULL, IORING_ASYNC_CANCEL_ANY |
                                          IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(s, UD_IGNORE);
         if (b->wake_armed) {
-            s = sqe_get(b);
+            s = fut__ur_sqe_get(b);
             io_uring_prep_poll_remove(s, UD_WAKE);
             io_uring_sqe_set_data64(s, UD_IGNORE);
         }

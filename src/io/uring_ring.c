@@ -1,0 +1,350 @@
+/* The io_uring backend's plumbing (uring_internal.h): the probe, the op,
+ * buffer and chunk pools, the provided-buffer ring, and taking and
+ * submitting SQEs. It calls nothing in backend_uring.c. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "io/uring_internal.h"
+#include "platform/sys.h"
+
+fut__aword fut__uring_enters;
+fut__aword fut__uring_nobufs;
+
+/* ------------------------------------------------------------- probe */
+
+static int probe_err;
+static const char *probe_why;
+
+static unsigned ring_flags_full(void)
+{
+    return IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+           IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED |
+           IORING_SETUP_CQSIZE;
+}
+
+static unsigned ring_flags_coop(void)
+{
+    return IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
+           IORING_SETUP_CQSIZE;
+}
+
+static int ring_init(struct io_uring *ring, unsigned flags)
+{
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    p.flags = flags;
+    p.cq_entries = CQ_ENTRIES;
+    int r = io_uring_queue_init_params(SQ_ENTRIES, ring, &p);
+    if (r == 0 && !(p.features & IORING_FEAT_EXT_ARG)) {
+        io_uring_queue_exit(ring);
+        return -ENOSYS; /* needs the timeout argument of 5.11 */
+    }
+    return r;
+}
+
+/* Sets up a ring with the best flags the kernel has. */
+int fut__ur_ring_setup(struct io_uring *ring, int *coop)
+{
+    *coop = 0;
+    int r = ring_init(ring, ring_flags_full());
+    if (r == -EINVAL) { /* before 6.1: no DEFER_TASKRUN / SINGLE_ISSUER */
+        *coop = 1;
+        r = ring_init(ring, ring_flags_coop());
+    }
+    return r;
+}
+
+static const char *why_of(int err)
+{
+    if (err == -EPERM) {
+        char c = 0;
+        int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY);
+        if (fd >= 0) {
+            if (read(fd, &c, 1) != 1)
+                c = 0;
+            close(fd);
+        }
+        if (c == '2')
+            return "io_uring: not permitted: sysctl kernel.io_uring_disabled "
+                   "is 2 (set it to 0)";
+        if (c == '1')
+            return "io_uring: not permitted: sysctl kernel.io_uring_disabled "
+                   "is 1 and this process is not in kernel.io_uring_group";
+        return "io_uring: not permitted (a seccomp filter, such as a "
+               "container runtime's default profile, blocks io_uring_setup)";
+    }
+    if (err == -ENOSYS)
+        return "io_uring: the kernel has no io_uring, or one older than "
+               "5.11 (fut needs IORING_FEAT_EXT_ARG)";
+    if (err == -ENOMEM)
+        return "io_uring: no memory for the ring (RLIMIT_MEMLOCK on kernels "
+               "before 5.12)";
+    return "io_uring: io_uring_setup failed";
+}
+
+/* Runs once per process (pthread_once: the runtimes of several threads
+ * may be created at the same time; the results are written before any
+ * caller reads them). */
+static void probe_once(void)
+{
+    struct io_uring ring;
+    int coop;
+    int r = fut__ur_ring_setup(&ring, &coop);
+    if (r == 0) {
+        struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
+        static const int need[] = {IORING_OP_RECV, IORING_OP_SEND,
+                                   IORING_OP_ACCEPT, IORING_OP_POLL_ADD,
+                                   IORING_OP_ASYNC_CANCEL,
+                                   IORING_OP_PROVIDE_BUFFERS};
+        for (size_t i = 0; p && i < sizeof need / sizeof need[0]; i++)
+            if (!io_uring_opcode_supported(p, need[i]))
+                r = -ENOSYS;
+        if (!p)
+            r = -ENOSYS;
+        io_uring_free_probe(p);
+        io_uring_queue_exit(&ring);
+    }
+    probe_err = r;
+    probe_why = r ? why_of(r) : NULL;
+}
+
+int fut__uring_probe(const char **why)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, probe_once);
+    if (probe_err)
+        *why = probe_why;
+    return probe_err;
+}
+
+/* -------------------------------------------------------------- pools */
+
+struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
+                           int kind)
+{
+    struct uop *u = b->free_ops;
+    if (u)
+        b->free_ops = u->next;
+    else if (!(u = fut__alloc(sizeof *u)))
+        return NULL;
+    /* Every field, without a memset of the whole (the hot path). */
+    u->next = NULL;
+    u->io = io;
+    u->kind = (uint8_t)kind;
+    u->done = u->ended = 0;
+    u->term = 0;
+    u->gen = 0;
+    u->res = 0;
+    u->len = u->off = u->cap = 0;
+    u->buf = NULL;
+    u->addr = NULL;
+    u->alen = 0;
+    return u;
+}
+
+static void buf_free(struct fut__backend *b, char *p, size_t cap)
+{
+    if (cap == SMALL_BUF) {
+        *(void **)(void *)p = b->free_bufs;
+        b->free_bufs = p;
+    } else {
+        fut__free(p, cap);
+    }
+}
+
+void fut__ur_uop_free(struct fut__backend *b, struct uop *u)
+{
+    if (u->buf)
+        buf_free(b, u->buf, u->cap);
+    if (u->addr)
+        fut__free(u->addr, sizeof *u->addr);
+    u->buf = NULL;
+    u->addr = NULL;
+    u->next = b->free_ops;
+    b->free_ops = u;
+}
+
+int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
+{
+    if (cap <= SMALL_BUF) {
+        cap = SMALL_BUF;
+        if (b->free_bufs) {
+            u->buf = b->free_bufs;
+            b->free_bufs = *(void **)b->free_bufs;
+        } else {
+            u->buf = fut__alloc(cap);
+        }
+    } else {
+        u->buf = fut__alloc(cap);
+    }
+    if (!u->buf)
+        return FUT_ENOMEM;
+    u->cap = cap;
+    return 0;
+}
+
+struct ufd *fut__ur_ufd_get(struct fut__io *io)
+{
+    struct ufd *f = ufd_of(io);
+    if (!f) {
+        f = fut__alloc(sizeof *f);
+        if (!f)
+            return NULL;
+        memset(f, 0, sizeof *f);
+        f->end = 1;
+        io->bstate[0] = f;
+    }
+    return f;
+}
+
+/* Hands provided buffer 'bid' back to the kernel. */
+void fut__ur_buf_return(struct fut__backend *b, uint16_t bid)
+{
+    io_uring_buf_ring_add(b->br, b->bufs + (size_t)bid * BUF_SIZE, BUF_SIZE,
+                          bid, io_uring_buf_ring_mask(BUF_COUNT), 0);
+    io_uring_buf_ring_advance(b->br, 1);
+}
+
+void fut__ur_chunk_push(struct fut__backend *b, struct ufd *f, uint16_t bid,
+                       uint32_t len)
+{
+    struct chunk *c = b->free_chunks;
+    if (c)
+        b->free_chunks = c->next;
+    else if (!(c = fut__alloc(sizeof *c))) {
+        /* No memory to queue it: the bytes cannot be kept. Report the
+         * stream as failed rather than lose bytes silently. */
+        fut__ur_buf_return(b, bid);
+        f->end = FUT_ENOMEM;
+        return;
+    }
+    c->next = NULL;
+    c->bid = bid;
+    c->len = len;
+    c->off = 0;
+    if (f->tail)
+        f->tail->next = c;
+    else
+        f->head = c;
+    f->tail = c;
+    f->queued += len;
+}
+
+void fut__ur_chunk_pop(struct fut__backend *b, struct ufd *f)
+{
+    struct chunk *c = f->head;
+    f->head = c->next;
+    if (!f->head)
+        f->tail = NULL;
+    fut__ur_buf_return(b, c->bid);
+    c->next = b->free_chunks;
+    b->free_chunks = c;
+}
+
+/* --------------------------------------------------------------- SQEs */
+
+/* Lifts R_DISABLED: this thread becomes the ring's single issuer. */
+void fut__ur_ring_enable(struct fut__backend *b)
+{
+    if (b->enabled)
+        return;
+    b->enabled = 1;
+    b->owner = (pid_t)syscall(SYS_gettid);
+    /* The register call itself: liburing 2.3 declares
+     * io_uring_enable_rings but its library does not export it. */
+    if (syscall(__NR_io_uring_register, b->ring.ring_fd,
+                IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0 &&
+        errno != EINVAL)
+        FUT_MISUSE("io_uring: enabling the ring failed");
+    io_uring_register_ring_fd(&b->ring); /* best effort (5.18) */
+}
+
+void fut__ur_submit_now(struct fut__backend *b)
+{
+    fut__ur_ring_enable(b);
+    int r;
+    do {
+        count_enter();
+        r = io_uring_submit(&b->ring);
+    } while (r == -EINTR);
+    b->gen++;
+}
+
+/* An SQE; a full SQ is submitted first (the batch's only early enter). */
+struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b)
+{
+    struct fut__uring_faults *fx = fut__uring_faults;
+    struct io_uring_sqe *s = NULL;
+    if (!(fx && fx->sq_full && fx->sq_full()))
+        s = io_uring_get_sqe(&b->ring);
+    if (!s) {
+        fut__ur_submit_now(b);
+        s = io_uring_get_sqe(&b->ring);
+    }
+    return s; /* never NULL: an empty SQ has room */
+}
+
+void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
+                   struct uop *u)
+{
+    io_uring_sqe_set_data(s, u);
+    u->gen = b->gen;
+    b->inflight++;
+}
+
+void fut__ur_cancel_op(struct fut__backend *b, struct uop *u)
+{
+    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    io_uring_prep_cancel(s, u, 0);
+    io_uring_sqe_set_data64(s, UD_IGNORE);
+}
+
+size_t fut__ur_shorten(int kind, size_t len)
+{
+    struct fut__uring_faults *fx = fut__uring_faults;
+    if (fx && fx->shorten && len > 1) {
+        size_t n = fx->shorten(kind, len);
+        if (n >= 1 && n < len)
+            return n;
+    }
+    return len;
+}
+
+int fut__ur_setup_bufs(struct fut__backend *b)
+{
+    size_t rsz = BUF_COUNT * sizeof(struct io_uring_buf);
+    void *r = mmap(NULL, rsz, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r == MAP_FAILED)
+        return FUT_ENOMEM;
+    void *m = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE,
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+    if (m == MAP_FAILED) {
+        munmap(r, rsz);
+        return FUT_ENOMEM;
+    }
+    b->br = r;
+    b->bufs = m;
+    io_uring_buf_ring_init(b->br);
+    struct io_uring_buf_reg reg;
+    memset(&reg, 0, sizeof reg);
+    reg.ring_addr = (uintptr_t)r;
+    reg.ring_entries = BUF_COUNT;
+    reg.bgid = BUF_GROUP;
+    int e = io_uring_register_buf_ring(&b->ring, &reg, 0);
+    if (e < 0) {
+        munmap(m, (size_t)BUF_COUNT * BUF_SIZE);
+        munmap(r, rsz);
+        return e;
+    }
+    for (unsigned i = 0; i < BUF_COUNT; i++)
+        io_uring_buf_ring_add(b->br, b->bufs + (size_t)i * BUF_SIZE,
+                              BUF_SIZE, (unsigned short)i,
+                              io_uring_buf_ring_mask(BUF_COUNT), (int)i);
+    io_uring_buf_ring_advance(b->br, BUF_COUNT);
+    return 0;
+}
