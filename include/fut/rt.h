@@ -26,9 +26,10 @@ enum fut_rt_flavor {
 /* The I/O backend of a runtime's driver (docs/io.md). The environment
  * variable FUT_IO_BACKEND=auto|epoll|io_uring overrides the config. */
 enum fut_io_backend_kind {
-    FUT_IO_AUTO = 0,  /* io_uring when it can be had (current-thread
-                         runtime, a build with liburing, a kernel that
-                         allows it), else epoll */
+    FUT_IO_AUTO = 0,  /* io_uring when it can be had (a build with
+                         liburing, a kernel that allows it, not under
+                         valgrind; multi-thread: a ring per worker), else
+                         epoll */
     FUT_IO_EPOLL = 1, /* readiness: epoll, edge-triggered */
     FUT_IO_URING = 2  /* completion: io_uring; fut_runtime_new fails with
                          FUT_ENOSYS / FUT_EPERM (fut_io_backend_error

@@ -124,14 +124,18 @@ struct fut__backend_vt {
      * wait needs them; under io's lock). Returns 0 or a negative error. */
     int (*watch)(struct fut__backend *b, struct fut__io *io);
     /* The last handle of a registered 'io' is closing, before its fd is
-     * closed (any thread). May be NULL. */
-    void (*unwatch)(struct fut__backend *b, struct fut__io *io);
+     * closed (any thread). Returns 0 (the caller closes the fd) or 1 (the
+     * backend closes it, later: another thread's ring still has SQEs
+     * naming it). May be NULL. */
+    int (*unwatch)(struct fut__backend *b, struct fut__io *io);
     /* 'io' is about to be freed (driver turn or shutdown), or (detach)
      * outlives the backend's driver: nothing the backend keeps may point
      * to it afterwards. On detach, bytes the backend received for it and
-     * nobody read go to the fd's spill (fut__io_spill), not lost. May be
+     * nobody read go to the fd's spill (fut__io_spill), not lost. Returns
+     * 0 (the caller frees 'io') or 1 (not on detach: the backend frees it
+     * later with fut__io_free, on the thread that owns its state). May be
      * NULL. */
-    void (*forget)(struct fut__backend *b, struct fut__io *io, int detach);
+    int (*forget)(struct fut__backend *b, struct fut__io *io, int detach);
     /* Submits what is queued, waits up to 'timeout_ns' (< 0 = forever,
      * 0 = do not block), and delivers what happened: readiness through
      * fut__io_dispatch with 'tick', completions to their ops (waking the
@@ -148,6 +152,24 @@ extern const struct fut__backend_vt fut__backend_uring;
  * can be set up here, else the error (-ENOSYS, -EPERM, ...) with a
  * static sentence naming the likely cause in '*why'. */
 int fut__uring_probe(const char **why);
+
+/* A multi-thread runtime's rings (driver.c): links 'n' rings made by
+ * create into one set, ring i being worker i's (locks, inboxes). Returns
+ * 0 or FUT_ENOMEM. */
+int fut__uring_share(struct fut__backend **rings, int n);
+/* Whether 'b' has something for its owner now: CQEs, completions the
+ * kernel holds for its next enter, requests in its inbox (a hint; the
+ * owner's thread). */
+int fut__uring_ready(struct fut__backend *b);
+/* The calling thread (a worker) owns 'b' from now. */
+void fut__uring_bind(struct fut__backend *b);
+/* Its worker exits and every worker stopped polling: runs what its inbox
+ * holds, detaches the state of every fd of the lists 'ios' (registered:
+ * bytes nobody read go to their spill) and 'released' (closed, not yet
+ * freed) that 'b' owns, then tears the ring down ('destroy' frees what
+ * is left, with the driver). On b's owner thread. */
+void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
+                       struct fut__io *released);
 
 /* Fault injection for the io_uring backend (tests only; NULL otherwise:
  * set before a runtime starts, read on its thread). 'kind' is the op's

@@ -65,11 +65,12 @@ static int epoll_watch(struct fut__backend *b, struct fut__io *io)
 
 /* Explicit, although close() would do it: a forked child may keep the
  * open file description (and so its registration) alive. */
-static void epoll_unwatch(struct fut__backend *b, struct fut__io *io)
+static int epoll_unwatch(struct fut__backend *b, struct fut__io *io)
 {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     fut__sys_epoll_ctl(b->epfd, EPOLL_CTL_DEL, io->fd, &ev);
+    return 0;
 }
 
 /* epoll's event bits are poll(2)'s (fut__rd_of_poll reads both). */

@@ -47,11 +47,31 @@
  *   - destroy() cancels everything and waits for the last CQE before the
  *     memory goes.
  *
- * Threads: every call on one backend comes from the thread that drives the
- * ring (the current-thread runtime's thread): the schedulers poll and drop
- * a current-thread runtime's futures there, and the multi-thread runtime
- * does not use this backend (driver.c). Under that rule nothing here needs
- * a lock; debug builds check it.
+ * Threads. A current-thread runtime has one ring, and every call comes
+ * from its thread (debug builds check it): nothing here takes a lock.
+ * A multi-thread runtime has one ring per worker ('shared' rings), and:
+ *   - an fd belongs to the ring of the thread that first used it (a
+ *     thread that is not a worker gives it to the first ring) and keeps
+ *     it: its ops are issued there and complete there;
+ *   - only a ring's owner thread touches the ring (SQ, CQ, buffer ring,
+ *     pools): SINGLE_ISSUER holds. Another thread that polls or drops a
+ *     future of the fd (a task that migrated, a block_on) works on the
+ *     fd's state under its lock ('struct ufd'.lock) and asks the owner for
+ *     what only the owner may do through the ring's inbox: issue an op (its
+ *     SQE prepared in the op), cancel one, hand a provided buffer back,
+ *     close the fd (after the SQEs naming it went out), free the fd's
+ *     state. Requests run in order, at the owner's next wait, which a post
+ *     wakes when it sleeps (kick);
+ *   - completions run on the owner under the fd's lock; wakers are woken
+ *     under it (a wake only queues a task); a readiness dispatch runs
+ *     after it is released (the reactor's lock comes first: watch runs
+ *     under it);
+ *   - an fd's state lives while an op points to it (nops) and its io
+ *     until the inbox's FORGET: the last closer's requests come before
+ *     it;
+ *   - the worker retires its ring at shutdown, once every worker stopped
+ *     polling (rt/multi/shutdown.c): the fds' state is detached, bytes
+ *     nobody read kept in their spill, the ring cancelled and freed.
  */
 #include <errno.h>
 #include <poll.h>
@@ -61,6 +81,45 @@
 
 #include "io/uring_internal.h"
 #include "platform/sys.h"
+
+/* Frees 'u' after its last CQE; one posted to the inbox (a cancel asked
+ * by another thread) is freed there instead. Under f's lock. */
+static void retire(struct fut__backend *b, struct uop *u)
+{
+    if (u->posted) {
+        u->zombie = 1;
+        u->io = NULL;
+        return;
+    }
+    fut__ur_uop_free(b, u);
+}
+
+/* The ring an fd first used here goes to: the calling thread's own when
+ * it is a worker of this ring's set, else the set's first ring. */
+static struct fut__backend *home_for(struct fut__backend *b)
+{
+    struct fut__backend *h = fut__ur_here;
+    if (b->shared && h && h->first == b->first)
+        return h;
+    return b;
+}
+
+/* io's state: an acquire load (pairs with the release store of the
+ * thread that made it, under io's lock). */
+static struct ufd *ufd_load(struct fut__io *io)
+{
+    return __atomic_load_n((struct ufd **)&io->bstate[0], __ATOMIC_ACQUIRE);
+}
+
+/* io's state, made now if it has none (under io's lock: two threads may
+ * come for it at once on a shared ring). */
+static struct ufd *ufd_make(struct fut__backend *b, struct fut__io *io)
+{
+    fut__mutex_lock(&io->lock);
+    struct ufd *f = fut__ur_ufd_get(home_for(b), io);
+    fut__mutex_unlock(&io->lock);
+    return f;
+}
 
 /* ------------------------------------------------------------- reads */
 
@@ -72,7 +131,7 @@ static void arm_multishot(struct fut__backend *b, struct fut__io *io,
         f->end = FUT_ENOMEM;
         return;
     }
-    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
     io_uring_prep_recv_multishot(s, io->fd, NULL, 0, 0);
     s->flags |= IOSQE_BUFFER_SELECT;
     s->buf_group = BUF_GROUP;
@@ -91,7 +150,7 @@ static int arm_solo(struct fut__backend *b, struct fut__io *io,
             fut__ur_uop_free(b, u);
         return FUT_ENOMEM;
     }
-    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
     io_uring_prep_recv(s, io->fd, u->buf, fut__ur_shorten(U_RECV, cap), 0);
     fut__ur_sqe_op(b, s, u);
     f->rd = u;
@@ -196,7 +255,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         if (!io || res <= 0) { /* a fault may have eaten the bytes */
             fut__ur_buf_return(b, bid);
         } else {
-            struct ufd *f = ufd_of(io);
+            struct ufd *f = u->f;
             fut__ur_chunk_push(b, f, bid, (uint32_t)res);
             if (more && f->queued >= QUEUE_MAX && !u->ended) {
                 /* Paused: re-armed by the read that drains the queue. */
@@ -204,7 +263,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
                 u->ended = 1;
             }
             if (more)
-                wake(io, FUT__DIR_READ);
+                wake(f, FUT__DIR_READ);
         }
     } else if (res > 0) {
         /* A fault injected a result with no buffer: nothing arrived. */
@@ -218,7 +277,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
             u->ended = 1;
         }
         if (io && u->term == -ENOBUFS)
-            ufd_of(io)->nobufs = 1;
+            u->f->nobufs = 1;
         u->term = 0;
         return;
     }
@@ -230,12 +289,12 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
             u->ended = 1;
         }
         if (io && res != -EAGAIN && res != -ECANCELED) {
-            struct ufd *f = ufd_of(io);
+            struct ufd *f = u->f;
             if (res == -ENOBUFS)
                 f->nobufs = 1;
             else if (f->end == 1)
                 f->end = res;
-            wake(io, FUT__DIR_READ);
+            wake(f, FUT__DIR_READ);
         }
         return;
     }
@@ -243,7 +302,7 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         return;
     b->inflight--;
     if (io) {
-        struct ufd *f = ufd_of(io);
+        struct ufd *f = u->f;
         if (f->ms == u)
             f->ms = NULL;
         if (res == 0)
@@ -254,9 +313,9 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
         } else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
                  res != -EINTR)
             f->end = res;
-        wake(io, FUT__DIR_READ);
+        wake(f, FUT__DIR_READ);
     }
-    fut__ur_uop_free(b, u);
+    retire(b, u);
 }
 
 /* ------------------------------------------------------------ accept */
@@ -290,7 +349,7 @@ static int uring_accept(struct fut__backend *b, struct fut__io *io,
             return FUT_READY;
         }
         u->alen = sizeof *u->addr;
-        struct io_uring_sqe *s = fut__ur_sqe_get(b);
+        struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
         io_uring_prep_accept(s, io->fd, (struct sockaddr *)u->addr,
                              &u->alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         fut__ur_sqe_op(b, s, u);
@@ -359,7 +418,7 @@ static int uring_send(struct fut__backend *b, struct fut__io *io,
             *res = 0;
             return FUT_READY;
         }
-        struct io_uring_sqe *s = fut__ur_sqe_get(b);
+        struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
         io_uring_prep_send(s, io->fd, u->buf, fut__ur_shorten(U_SEND, u->len),
                            MSG_NOSIGNAL);
         fut__ur_sqe_op(b, s, u);
@@ -404,27 +463,38 @@ static int uring_op(struct fut__backend *b, struct fut__io *io,
     if (FUT_UNLIKELY(io->spill != NULL || io->has_spill_fd) &&
         fut__op_dir(op) == FUT__DIR_READ)
         return fut__io_do(b, io, op, cx, res); /* the spill, first */
-    struct ufd *f = ufd_of(io);
+    struct ufd *f = ufd_load(io);
     if (FUT_UNLIKELY(!f || !io->drv)) {
         int r = fut__io_attach(io);
-        if (r == 0 && !(f = fut__ur_ufd_get(io)))
+        if (r == 0 && !(f = ufd_make(b, io)))
             r = FUT_ENOMEM;
         if (r < 0) {
             *res = r;
             return FUT_READY;
         }
     }
-    if (FUT_UNLIKELY(f->poll != NULL))
-        drop_poll(b, io, f);
+    b = f->owner;
+    f_lock(f);
+    if (FUT_UNLIKELY(f->poll != NULL)) {
+        f_unlock(f);
+        drop_poll(b, io, f); /* the reactor's lock first */
+        f_lock(f);
+    }
+    int r;
     switch (op->kind) {
     case FUT__OP_ACCEPT:
-        return uring_accept(b, io, f, op, cx, res);
+        r = uring_accept(b, io, f, op, cx, res);
+        break;
     case FUT__OP_READ:
     case FUT__OP_RECV:
-        return uring_recv(b, io, f, op, cx, res);
+        r = uring_recv(b, io, f, op, cx, res);
+        break;
     default:
-        return uring_send(b, io, f, op, cx, res);
+        r = uring_send(b, io, f, op, cx, res);
+        break;
     }
+    f_unlock(f);
+    return r;
 }
 
 /* A socket that was watched for readiness (its connect) now runs native
@@ -433,12 +503,16 @@ static int uring_op(struct fut__backend *b, struct fut__io *io,
 static void drop_poll(struct fut__backend *b, struct fut__io *io,
                       struct ufd *f)
 {
-    struct uop *u = f->poll;
-    f->poll = NULL;
-    u->io = NULL;
-    fut__ur_cancel_op(b, u);
     fut__mutex_lock(&io->lock);
+    f_lock(f);
+    struct uop *u = f->poll;
+    if (u) {
+        f->poll = NULL;
+        u->io = NULL;
+        fut__ur_cancel_op(b, u);
+    }
     io->watched = 0;
+    f_unlock(f);
     fut__mutex_unlock(&io->lock);
 }
 
@@ -449,20 +523,23 @@ static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
                           unsigned dir)
 {
     check_thread(b);
-    struct ufd *f = ufd_of(io);
+    struct ufd *f = ufd_load(io);
     if (!f)
         return;
+    b = f->owner;
+    f_lock(f);
     unpark(f, dir);
-    if (dir != FUT__DIR_WRITE || !f->wr)
-        return;
     struct uop *u = f->wr;
-    f->wr = NULL;
-    if (u->done) {
-        fut__ur_uop_free(b, u);
-        return;
+    if (dir == FUT__DIR_WRITE && u) {
+        f->wr = NULL;
+        if (u->done) {
+            fut__ur_uop_free(b, u);
+        } else {
+            u->io = NULL;
+            fut__ur_cancel_op(b, u);
+        }
     }
-    u->io = NULL;
-    fut__ur_cancel_op(b, u);
+    f_unlock(f);
 }
 
 /* ------------------------------------------------------ watch (poll) */
@@ -472,64 +549,94 @@ static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
 static void arm_poll(struct fut__backend *b, struct fut__io *io,
                      struct uop *u)
 {
-    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
     io_uring_prep_poll_multishot(s, io->fd, POLL_MASK);
     fut__ur_sqe_op(b, s, u);
 }
 
+/* Under io's lock (the reactor's io_watch). */
 static int uring_watch(struct fut__backend *b, struct fut__io *io)
 {
     check_thread(b);
-    struct ufd *f = fut__ur_ufd_get(io);
+    struct ufd *f = fut__ur_ufd_get(home_for(b), io);
     if (!f)
         return FUT_ENOMEM;
-    if (f->poll)
-        return 0;
-    struct uop *u = fut__ur_uop_new(b, io, U_POLL);
-    if (!u)
-        return FUT_ENOMEM;
-    f->poll = u;
-    arm_poll(b, io, u);
-    return 0;
+    b = f->owner;
+    f_lock(f);
+    int r = 0;
+    if (!f->poll) {
+        struct uop *u = fut__ur_uop_new(b, io, U_POLL);
+        if (u) {
+            f->poll = u;
+            arm_poll(b, io, u);
+        } else {
+            r = FUT_ENOMEM;
+        }
+    }
+    f_unlock(f);
+    return r;
 }
 
+/* Under f's lock, which it releases for the dispatch (the reactor's
+ * lock comes before f's) and takes again: 'io' stays, since only this
+ * thread frees it (the inbox's FORGET, or forget on a lone ring). */
 static void on_poll(struct fut__backend *b, struct uop *u, long res,
                     int more, uint32_t tick)
 {
     struct fut__io *io = u->io;
-    if (io && res > 0)
+    struct ufd *f = u->f;
+    if (io && res > 0) {
+        f_unlock(f);
         fut__io_dispatch(io, fut__rd_of_poll((uint32_t)res), tick);
+        f_lock(f);
+        io = u->io; /* orphaned meanwhile, maybe (drop_poll) */
+    }
     if (more)
         return;
     b->inflight--;
-    if (io && res != -ECANCELED) {
+    if (io && res != -ECANCELED && f->poll == u) {
         arm_poll(b, io, u); /* the multishot ended (overflow, error) */
         return;
     }
-    if (io)
-        ufd_of(io)->poll = NULL;
-    fut__ur_uop_free(b, u);
+    if (io && f->poll == u)
+        f->poll = NULL;
+    retire(b, u);
 }
 
-/* The last handle is closing; the fd is closed right after. */
-static void uring_unwatch(struct fut__backend *b, struct fut__io *io)
+/* The last handle is closing; the fd is closed right after - by the
+ * caller (returns 0), or on another thread's ring by its owner once the
+ * SQEs naming the fd number went out (returns 1: a later open could reuse
+ * the number). */
+static int uring_unwatch(struct fut__backend *b, struct fut__io *io)
 {
     check_thread(b);
-    struct ufd *f = ufd_of(io);
+    struct ufd *f = ufd_load(io);
     if (!f)
-        return;
+        return 0;
+    b = f->owner;
+    int mine = ur_mine(b);
+    f_lock(f);
     unpark(f, FUT__DIR_READ);
     unpark(f, FUT__DIR_WRITE);
     struct uop *ops[4] = {f->rd, f->ms, f->wr, f->poll};
     int stale = 0;
-    for (int i = 0; i < 4; i++)
-        if (ops[i] && !ops[i]->done && ops[i]->gen == b->gen)
+    for (int i = 0; mine && i < 4; i++) /* b->gen: the owner's */
+        if (ops[i] && !ops[i]->done && ops[i]->issued &&
+            ops[i]->gen == b->gen)
             stale = 1;
-    if (stale) /* SQEs naming this fd number go before it is closed */
+    if (stale) /* SQEs naming this fd number go before its close */
         fut__ur_submit_now(b);
     for (int i = 0; i < 4; i++)
         if (ops[i] && !ops[i]->done && !(ops[i] == f->ms && f->ms->ended))
             fut__ur_cancel_op(b, ops[i]);
+    int deferred = 0;
+    if (!mine && !io->borrowed) {
+        ufd_mt(f)->close_fd = io->fd;
+        fut__ur_post(b, &ufd_mt(f)->close_req);
+        deferred = 1;
+    }
+    f_unlock(f);
+    return deferred;
 }
 
 static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
@@ -578,15 +685,14 @@ static void detach_drain(struct fut__backend *b, struct fut__io *io,
 /* 'io' is being freed (or detached, see detach_drain): detach every op
  * (they retire on their CQEs), close an accepted fd nobody took, hand
  * queued buffers back. */
-static void uring_forget(struct fut__backend *b, struct fut__io *io,
-                         int detach)
+static void forget_here(struct fut__backend *b, struct fut__io *io,
+                        struct ufd *f, int detach)
 {
-    struct ufd *f = ufd_of(io);
-    if (!f)
-        return;
     if (detach)
         detach_drain(b, io, f);
+    f_lock(f);
     struct uop *ops[4] = {f->rd, f->ms, f->wr, f->poll};
+    f->rd = f->ms = f->wr = f->poll = NULL;
     for (int i = 0; i < 4; i++) {
         struct uop *u = ops[i];
         if (!u)
@@ -594,7 +700,7 @@ static void uring_forget(struct fut__backend *b, struct fut__io *io,
         if (u->done) {
             if (u->kind == U_ACCEPT && u->res >= 0)
                 fut__sys_close((int)u->res);
-            fut__ur_uop_free(b, u);
+            retire(b, u);
         } else {
             u->io = NULL;
         }
@@ -603,8 +709,31 @@ static void uring_forget(struct fut__backend *b, struct fut__io *io,
         fut__ur_chunk_pop(b, f);
     unpark(f, FUT__DIR_READ);
     unpark(f, FUT__DIR_WRITE);
-    fut__free(f, sizeof *f);
-    io->bstate[0] = NULL;
+    f->dead = 1;
+    int gone = f->nops == 0;
+    f_unlock(f);
+    /* Release: pairs with ufd_load (nobody polls it now; tidy). */
+    __atomic_store_n((struct ufd **)&io->bstate[0], NULL, __ATOMIC_RELEASE);
+    if (gone)
+        fut__ur_ufd_free(f);
+}
+
+/* Returns 1 when the owner frees 'io' (a shared ring: the inbox's
+ * FORGET runs after the requests the closer posted), else 0. */
+static int uring_forget(struct fut__backend *b, struct fut__io *io,
+                        int detach)
+{
+    (void)b;
+    struct ufd *f = ufd_load(io);
+    if (!f)
+        return 0;
+    if (f->shared && !detach) {
+        ufd_mt(f)->io = io;
+        fut__ur_post(f->owner, &ufd_mt(f)->forget_req);
+        return 1;
+    }
+    forget_here(f->owner, io, f, detach);
+    return 0;
 }
 
 /* --------------------------------------------------------------- wait */
@@ -639,6 +768,10 @@ static void inject(struct uop *u, long real, long *res)
     }
 }
 
+static void on_op_cqe(struct fut__backend *b, struct uop *u,
+                      const struct io_uring_cqe *cqe, int more,
+                      uint32_t tick);
+
 static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
                    uint32_t tick, int *woken, int *n)
 {
@@ -653,11 +786,25 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
         return;
     }
     struct uop *u = (struct uop *)(uintptr_t)ud;
+    struct ufd *f = u->f;
+    f_lock(f);
+    (*n)++;
+    on_op_cqe(b, u, cqe, more, tick);
+    int gone = f->dead && f->nops == 0;
+    f_unlock(f);
+    if (gone)
+        fut__ur_ufd_free(f);
+}
+
+/* One CQE of op 'u', under its fd's lock. */
+static void on_op_cqe(struct fut__backend *b, struct uop *u,
+                      const struct io_uring_cqe *cqe, int more,
+                      uint32_t tick)
+{
     long res = cqe->res;
     struct fut__uring_faults *fx = faults();
     if (fx && fx->cqe && u->kind != U_POLL)
         inject(u, cqe->res, &res);
-    (*n)++;
     switch (u->kind) {
     case U_POLL:
         on_poll(b, u, res, more, tick);
@@ -679,36 +826,35 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
         /* Not an answer (a fault, a kernel that gave up, a cancel we did
          * not ask for: ours come after the op was orphaned or its fd
          * forgotten): the op is redone by the next poll. */
-        struct fut__io *io = u->io;
-        if (io) {
-            struct ufd *f = ufd_of(io);
+        struct ufd *f = u->f;
+        if (u->io) {
             unsigned dir = u->kind == U_SEND ? FUT__DIR_WRITE
                                              : FUT__DIR_READ;
             if (f->rd == u)
                 f->rd = NULL;
             if (f->wr == u)
                 f->wr = NULL;
-            wake(io, dir);
+            wake(f, dir);
         }
-        fut__ur_uop_free(b, u);
+        retire(b, u);
         return;
     }
     if (!u->io) { /* orphaned or forgotten: retire */
         if (u->kind == U_ACCEPT && res >= 0)
             fut__sys_close((int)res);
-        fut__ur_uop_free(b, u);
+        retire(b, u);
         return;
     }
     u->done = 1;
     u->res = res;
     if (u->kind == U_RECV)
         u->len = res > 0 ? (size_t)res : 0;
-    wake(u->io, u->kind == U_SEND ? FUT__DIR_WRITE : FUT__DIR_READ);
+    wake(u->f, u->kind == U_SEND ? FUT__DIR_WRITE : FUT__DIR_READ);
 }
 
 static void arm_wake(struct fut__backend *b)
 {
-    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    struct io_uring_sqe *s = fut__ur_sqe_raw(b);
     io_uring_prep_poll_multishot(s, b->wakefd, POLLIN);
     io_uring_sqe_set_data64(s, UD_WAKE);
     b->wake_armed = 1;
@@ -728,6 +874,92 @@ static int reap(struct fut__backend *b, uint32_t tick, int *woken)
     return n;
 }
 
+/* ------------------------------------------------------------- inbox */
+
+/* An op another thread prepared or wants cancelled (under f's lock). */
+static void inbox_op(struct fut__backend *b, struct uop *u)
+{
+    struct ufd *f = u->f;
+    u->posted = 0;
+    if (u->zombie) { /* its last CQE came meanwhile */
+        fut__ur_uop_free(b, u);
+        return;
+    }
+    if (!u->issued) {
+        if (u->want_cancel || !u->io) { /* never sent: nothing to wait */
+            if (f->rd == u)
+                f->rd = NULL;
+            if (f->ms == u)
+                f->ms = NULL;
+            if (f->wr == u)
+                f->wr = NULL;
+            if (f->poll == u)
+                f->poll = NULL;
+            fut__ur_uop_free(b, u);
+            return;
+        }
+        struct io_uring_sqe *s = fut__ur_sqe_raw(b);
+        *s = *u->sqe; /* its user_data is u already */
+        fut__free(u->sqe, sizeof *u->sqe);
+        u->sqe = NULL;
+        fut__ur_sqe_op(b, s, u);
+        return;
+    }
+    if (u->want_cancel) {
+        u->want_cancel = 0;
+        fut__ur_cancel_op(b, u);
+    }
+}
+
+/* Runs what other threads asked of this ring, in the order asked. */
+static void drain(struct fut__backend *b)
+{
+    uint16_t bids[BUF_COUNT];
+    fut__mutex_lock(&b->ilock);
+    struct ureq *r = b->ihead;
+    b->ihead = b->itail = NULL;
+    unsigned nb = b->nbids;
+    memcpy(bids, b->ibids, nb * sizeof bids[0]);
+    b->nbids = 0;
+    /* Under the lock: a post after it stores 1 again (kick). */
+    fut__store(&b->ipending, 0, FUT__RELAXED);
+    fut__mutex_unlock(&b->ilock);
+    for (unsigned i = 0; i < nb; i++)
+        fut__ur_buf_return(b, bids[i]);
+    while (r) {
+        struct ureq *next = r->next;
+        struct ufd *f;
+        switch (r->type) {
+        case REQ_OP: {
+            struct uop *u = fut__container_of(r, struct uop, req);
+            f = u->f;
+            f_lock(f);
+            inbox_op(b, u);
+            int gone = f->dead && f->nops == 0;
+            f_unlock(f);
+            if (gone)
+                fut__ur_ufd_free(f);
+            break;
+        }
+        case REQ_CLOSE:
+            f = &fut__container_of(r, struct ufd_mt, close_req)->f;
+            if (io_uring_sq_ready(&b->ring) > 0)
+                fut__ur_submit_now(b); /* SQEs naming it go first */
+            fut__sys_close(ufd_mt(f)->close_fd);
+            break;
+        default: /* REQ_FORGET: the last request of an fd */
+            f = &fut__container_of(r, struct ufd_mt, forget_req)->f;
+            {
+                struct fut__io *io = ufd_mt(f)->io;
+                forget_here(b, io, f, 0);
+                fut__io_free(io);
+            }
+            break;
+        }
+        r = next;
+    }
+}
+
 static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
                       uint32_t tick, int *woken)
 {
@@ -735,6 +967,16 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
     if (!b->wake_armed)
         arm_wake(b);
     fut__ur_ring_enable(b);
+    if (b->shared) {
+        if (timeout_ns != 0) {
+            /* Seq_cst: the Dekker pair with kick (uring_internal.h). */
+            fut__store(&b->parked, 1, FUT__SEQ_CST);
+            if (fut__load(&b->ipending, FUT__SEQ_CST))
+                timeout_ns = 0;
+        }
+        if (fut__load(&b->ipending, FUT__RELAXED))
+            drain(b);
+    }
     int queued = io_uring_sq_ready(&b->ring) > 0;
     if (timeout_ns == 0) {
         /* A look: enter only when there is something to send or the
@@ -760,6 +1002,8 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
     }
     if (queued || timeout_ns != 0)
         b->gen++;
+    if (b->shared)
+        fut__store(&b->parked, 0, FUT__RELAXED);
     return reap(b, tick, woken);
 }
 
@@ -791,18 +1035,24 @@ static int uring_create(struct fut__backend **out, int wakefd)
     return 0;
 }
 
-static void uring_destroy(struct fut__backend *b)
+/* The ring and everything the kernel may touch go; the struct stays
+ * (a retired ring's: futures dropped after its worker exited still look
+ * at it - driver.c frees it with the driver). */
+static void ring_teardown(struct fut__backend *b)
 {
+    if (b->dead)
+        return;
+    b->dead = 1;
     /* Cancel what is in flight and wait for the last CQE: the kernel must
      * be done with every buffer before it goes. Bounded: a second. */
     if (b->enabled || b->inflight) {
         fut__ur_ring_enable(b);
-        struct io_uring_sqe *s = fut__ur_sqe_get(b);
+        struct io_uring_sqe *s = fut__ur_sqe_raw(b);
         io_uring_prep_cancel(s, NULL, IORING_ASYNC_CANCEL_ANY |
                                          IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(s, UD_IGNORE);
         if (b->wake_armed) {
-            s = fut__ur_sqe_get(b);
+            s = fut__ur_sqe_raw(b);
             io_uring_prep_poll_remove(s, UD_WAKE);
             io_uring_sqe_set_data64(s, UD_IGNORE);
         }
@@ -817,6 +1067,11 @@ static void uring_destroy(struct fut__backend *b)
     io_uring_queue_exit(&b->ring);
     munmap(b->bufs, (size_t)BUF_COUNT * BUF_SIZE);
     munmap(b->br, BUF_COUNT * sizeof(struct io_uring_buf));
+}
+
+static void uring_destroy(struct fut__backend *b)
+{
+    ring_teardown(b);
     while (b->free_ops) {
         struct uop *u = b->free_ops;
         b->free_ops = u->next;
@@ -832,7 +1087,67 @@ static void uring_destroy(struct fut__backend *b)
         b->free_chunks = c->next;
         fut__free(c, sizeof *c);
     }
+    if (b->shared)
+        fut__mutex_destroy(&b->ilock);
     fut__free(b, sizeof *b);
+}
+
+/* ------------------------------------------------- rings of a set */
+
+int fut__uring_share(struct fut__backend **rings, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct fut__backend *b = rings[i];
+        if (fut__mutex_init(&b->ilock) != 0) {
+            while (i-- > 0) {
+                fut__mutex_destroy(&rings[i]->ilock);
+                rings[i]->shared = 0;
+            }
+            return FUT_ENOMEM;
+        }
+        b->shared = 1;
+        b->first = rings[0];
+        b->index = i;
+        fut__aword_init(&b->parked, 0);
+        fut__aword_init(&b->ipending, 0);
+    }
+    return 0;
+}
+
+int fut__uring_ready(struct fut__backend *b)
+{
+    return fut__load(&b->ipending, FUT__RELAXED) ||
+           io_uring_cq_ready(&b->ring) > 0 ||
+           (IO_URING_READ_ONCE(*b->ring.sq.kflags) & IORING_SQ_TASKRUN);
+}
+
+void fut__uring_bind(struct fut__backend *b)
+{
+    fut__ur_here = b;
+}
+
+static void retire_list(struct fut__backend *b, struct fut__io *io,
+                        int detach)
+{
+    for (; io; io = io->next) {
+        struct ufd *f = ufd_load(io);
+        if (!f || f->owner != b)
+            continue;
+        forget_here(b, io, f, detach);
+        fut__mutex_lock(&io->lock);
+        io->watched = 0; /* watched again by whoever waits on it next */
+        fut__mutex_unlock(&io->lock);
+    }
+}
+
+void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
+                       struct fut__io *released)
+{
+    drain(b);
+    retire_list(b, ios, 1);
+    retire_list(b, released, 0);
+    ring_teardown(b); /* the struct goes with the driver (destroy) */
+    fut__ur_here = NULL;
 }
 
 const struct fut__backend_vt fut__backend_uring = {

@@ -197,6 +197,17 @@ static int fire_timers(struct fut__iodrv *d, uint64_t now_tick)
 
 /* --------------------------------------------------------------- unpark */
 
+static void write_wake(int fd)
+{
+    uint64_t one = 1;
+    if (fut__sys_write(fd, &one, sizeof one) == -EAGAIN) {
+        /* The counter is saturated (never read: edge-triggered). */
+        uint64_t v;
+        fut__sys_read(fd, &v, sizeof v);
+        fut__sys_write(fd, &one, sizeof one);
+    }
+}
+
 void fut__iodrv_unpark(struct fut__iodrv *d)
 {
     /* Acq_rel: what the caller published (a queued task) before
@@ -204,13 +215,8 @@ void fut__iodrv_unpark(struct fut__iodrv *d)
      * acquire swaps). */
     if (fut__swap(&d->park_state, NOTIFIED, FUT__ACQ_REL) != PARKED)
         return;
-    uint64_t one = 1;
-    if (fut__sys_write(d->evfd, &one, sizeof one) == -EAGAIN) {
-        /* The counter is saturated (never read: edge-triggered). */
-        uint64_t v;
-        fut__sys_read(d->evfd, &v, sizeof v);
-        fut__sys_write(d->evfd, &one, sizeof one);
-    }
+    /* Relaxed: ordered by the swaps (see holder_fd). */
+    write_wake((int)fut__load(&d->holder_fd, FUT__RELAXED));
 }
 
 static void drv_unpark(struct fut__driver *b)
@@ -259,9 +265,12 @@ static void auto_advance(struct fut__iodrv *d)
     }
 }
 
-static void drv_park(struct fut__driver *b, int64_t timeout_ns)
+/* A park of the driver's holder on backend 'be' (its tick '*tick', its
+ * wake fd 'evfd'): closed fds freed, timers fired, the wait bounded by the
+ * next deadline. */
+static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
+                       uint32_t *tick, int evfd, int64_t timeout_ns)
 {
-    struct fut__iodrv *d = drv_of(b);
 
     fut__mutex_lock(&d->lock);
     struct fut__io *dead = d->release;
@@ -291,15 +300,16 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
 
     int notified = 0;
     if (ns != 0) {
+        fut__store(&d->holder_fd, (uintptr_t)evfd, FUT__RELAXED);
         /* Acq_rel: pairs with unpark's swap (see its comment). */
         notified = fut__swap(&d->park_state, PARKED, FUT__ACQ_REL) ==
                    NOTIFIED;
         if (notified)
             ns = 0;
     }
-    if (++d->tick == 0)
-        d->tick = 1; /* tick 0 is "never dispatched": an fd's first state */
-    int real = d->bvt->wait(d->be, ns, d->tick, &notified);
+    if (++*tick == 0)
+        *tick = 1; /* tick 0 is "never dispatched": an fd's first state */
+    int real = d->bvt->wait(be, ns, *tick, &notified);
     if (ns != 0 || notified) {
         fut__mutex_lock(&d->lock);
         d->sleep_tick = UINT64_MAX;
@@ -313,6 +323,58 @@ static void drv_park(struct fut__driver *b, int64_t timeout_ns)
     if (may_advance && !real && !notified && !fired)
         auto_advance(d);
 }
+
+static void drv_park(struct fut__driver *b, int64_t timeout_ns)
+{
+    struct fut__iodrv *d = drv_of(b);
+    park_drive(d, d->be, &d->tick, d->evfd, timeout_ns);
+}
+
+/* ------------------------------------------------- per-worker rings */
+
+#ifdef FUT_HAVE_URING
+static void drv_bind(struct fut__driver *b, int i)
+{
+    fut__uring_bind(drv_of(b)->rings[i]);
+}
+
+static void drv_park_ring(struct fut__driver *b, int i, int64_t timeout_ns,
+                          int drive)
+{
+    struct fut__iodrv *d = drv_of(b);
+    if (drive) {
+        park_drive(d, d->rings[i], &d->ring_tick[i], d->ring_evfd[i],
+                   timeout_ns);
+        return;
+    }
+    if (++d->ring_tick[i] == 0)
+        d->ring_tick[i] = 1;
+    int woken = 0;
+    d->bvt->wait(d->rings[i], timeout_ns, d->ring_tick[i], &woken);
+}
+
+static void drv_unpark_ring(struct fut__driver *b, int i)
+{
+    write_wake(drv_of(b)->ring_evfd[i]);
+}
+
+static int drv_ring_ready(struct fut__driver *b, int i)
+{
+    return fut__uring_ready(drv_of(b)->rings[i]);
+}
+
+static void drv_retire_ring(struct fut__driver *b, int i)
+{
+    struct fut__iodrv *d = drv_of(b);
+    /* Every worker stopped polling: the lists change no more, and the
+     * scheduler retires one ring at a time (a retirement frees the state
+     * of its fds while another would walk the same lists). */
+    fut__mutex_lock(&d->lock);
+    struct fut__io *ios = d->ios, *rel = d->release;
+    fut__mutex_unlock(&d->lock);
+    fut__uring_retire(d->rings[i], ios, rel);
+}
+#endif
 
 /* ----------------------------------------------------------------- free */
 
@@ -338,10 +400,26 @@ static void drv_shutdown(struct fut__driver *b)
     kill_timers(d);
 }
 
+static void free_rings(struct fut__iodrv *d)
+{
+    for (int i = 0; i < d->nrings; i++) {
+        if (d->rings[i])
+            d->bvt->destroy(d->rings[i]);
+        if (d->ring_evfd[i] >= 0)
+            fut__sys_close(d->ring_evfd[i]);
+    }
+    fut__free(d->rings, sizeof *d->rings * (size_t)d->nrings);
+    fut__free(d->ring_evfd, sizeof *d->ring_evfd * (size_t)d->nrings);
+    fut__free(d->ring_tick, sizeof *d->ring_tick * (size_t)d->nrings);
+}
+
 static void drv_free(struct fut__driver *b)
 {
     struct fut__iodrv *d = drv_of(b);
-    d->bvt->destroy(d->be);
+    if (d->nrings)
+        free_rings(d);
+    else
+        d->bvt->destroy(d->be);
     fut__sys_close(d->evfd);
     fut__mutex_destroy(&d->lock);
     fut__free(d, sizeof *d);
@@ -350,6 +428,8 @@ static void drv_free(struct fut__driver *b)
 static int drv_idle(struct fut__driver *b)
 {
     struct fut__iodrv *d = drv_of(b);
+    if (d->nrings)
+        return 0; /* every worker parks on its ring: never undriven */
     fut__mutex_lock(&d->lock);
     int idle = !d->paused && !d->ios && !d->release &&
                fut__wheel_next(&d->wheel) == UINT64_MAX;
@@ -401,10 +481,10 @@ static int under_valgrind(void)
 }
 #endif
 
-/* AUTO: io_uring when this build has it, the runtime is current-thread
- * (one ring per worker is not done yet) and a probe ring with the
- * features backend_uring.c uses can be set up; else epoll. An explicit
- * io_uring that cannot be had fails (never a silent fallback). */
+/* AUTO: io_uring when this build has it and a probe ring with the
+ * features backend_uring.c uses can be set up (not under valgrind); else
+ * epoll. An explicit io_uring that cannot be had fails (never a silent
+ * fallback). A multi-thread runtime gets one ring per worker. */
 static int pick_backend(const struct fut_rt_config *cfg,
                         const struct fut__backend_vt **out)
 {
@@ -418,11 +498,6 @@ static int pick_backend(const struct fut_rt_config *cfg,
     if (kind == FUT_IO_EPOLL)
         return 0;
 #ifdef FUT_HAVE_URING
-    if (cfg->flavor != FUT_RT_CURRENT_THREAD) {
-        backend_why = "io_uring: the multi-thread runtime has no per-worker "
-                      "rings yet (use the current-thread runtime or epoll)";
-        return kind == FUT_IO_URING ? FUT_ENOSYS : 0;
-    }
     if (kind == FUT_IO_AUTO && under_valgrind()) {
         backend_why = "io_uring: not chosen by AUTO under valgrind (it runs "
                       "io_uring_enter holding its thread lock: a blocked "
@@ -444,8 +519,51 @@ static int pick_backend(const struct fut_rt_config *cfg,
 #endif
 }
 
-static const struct fut__driver_vt drv_vt = {drv_park, drv_unpark,
-                                             drv_shutdown, drv_free, drv_idle};
+static const struct fut__driver_vt drv_vt = {
+    drv_park, drv_unpark, drv_shutdown, drv_free, drv_idle,
+    NULL,     NULL,       NULL,         NULL,     NULL};
+#ifdef FUT_HAVE_URING
+static const struct fut__driver_vt drv_rings_vt = {
+    drv_park,      drv_unpark,     drv_shutdown,    drv_free,
+    drv_idle,      drv_bind,       drv_park_ring,   drv_unpark_ring,
+    drv_retire_ring, drv_ring_ready};
+
+/* One ring per worker, each with its wake eventfd; linked as one set. */
+static int make_rings(struct fut__iodrv *d, int n)
+{
+    d->rings = fut__alloc(sizeof *d->rings * (size_t)n);
+    d->ring_evfd = fut__alloc(sizeof *d->ring_evfd * (size_t)n);
+    d->ring_tick = fut__alloc(sizeof *d->ring_tick * (size_t)n);
+    d->nrings = n;
+    if (!d->rings || !d->ring_evfd || !d->ring_tick) {
+        fut__free(d->rings, sizeof *d->rings * (size_t)n);
+        fut__free(d->ring_evfd, sizeof *d->ring_evfd * (size_t)n);
+        fut__free(d->ring_tick, sizeof *d->ring_tick * (size_t)n);
+        d->nrings = 0;
+        return FUT_ENOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        d->rings[i] = NULL;
+        d->ring_evfd[i] = -1;
+        d->ring_tick[i] = 0;
+    }
+    int r = 0;
+    for (int i = 0; i < n && r == 0; i++) {
+        r = d->ring_evfd[i] = fut__sys_eventfd();
+        if (r >= 0)
+            r = d->bvt->create(&d->rings[i], d->ring_evfd[i]);
+    }
+    if (r == 0)
+        r = fut__uring_share(d->rings, n);
+    if (r < 0) {
+        free_rings(d);
+        d->nrings = 0;
+        return r;
+    }
+    d->be = d->rings[0];
+    return 0;
+}
+#endif
 
 int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
                     struct fut__driver **out)
@@ -467,9 +585,20 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     r = pick_backend(cfg, &d->bvt);
     if (r < 0)
         goto fail_evfd;
-    r = d->bvt->create(&d->be, d->evfd);
-    if (r < 0)
-        goto fail_evfd;
+#ifdef FUT_HAVE_URING
+    if (d->bvt == &fut__backend_uring && cfg->flavor != FUT_RT_CURRENT_THREAD) {
+        r = make_rings(d, cfg->workers > 0 ? cfg->workers : 1);
+        if (r < 0)
+            goto fail_evfd;
+        d->base.vt = &drv_rings_vt;
+        d->base.rings = d->nrings;
+    } else
+#endif
+    {
+        r = d->bvt->create(&d->be, d->evfd);
+        if (r < 0)
+            goto fail_evfd;
+    }
     d->base.backend = d->bvt->name;
     d->pool = fut__pool_new(cfg);
     r = FUT_ENOMEM;
@@ -478,6 +607,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     if (fut__mutex_init(&d->lock) != 0)
         goto fail_pool;
     fut__aword_init(&d->park_state, IDLE);
+    fut__aword_init(&d->holder_fd, (uintptr_t)d->evfd);
     d->paused = cfg->start_paused != 0;
     d->origin = fut_now_ns();
     fut__aword_init(&d->vnow, (uintptr_t)d->origin);
@@ -489,7 +619,10 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
 fail_pool:
     fut__pool_free(d->pool);
 fail_backend:
-    d->bvt->destroy(d->be);
+    if (d->nrings)
+        free_rings(d);
+    else
+        d->bvt->destroy(d->be);
 fail_evfd:
     fut__sys_close(d->evfd);
 fail_alloc:

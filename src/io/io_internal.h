@@ -127,6 +127,19 @@ struct fut__iodrv {
     struct fut__io *ios;     /* registered fds */
     struct fut__io *release; /* closed fds, freed at the next turn */
     struct fut__pool *pool;  /* the blocking pool */
+    /* Per-worker rings (a multi-thread runtime on io_uring; 0 else):
+     * ring i is worker i's, with its own wake eventfd and event tick (the
+     * readiness word's ABA guard: an fd's events all come from its ring).
+     * 'be' is rings[0]. A ring is torn down by its worker at exit,
+     * its struct freed with the driver. */
+    int nrings;
+    struct fut__backend **rings;
+    int *ring_evfd;
+    uint32_t *ring_tick;
+    /* The eventfd unpark writes: the driver's, or the wake fd of the ring
+     * the driver's holder parks on (stored before park_state's PARKED
+     * swap, read after unpark's swap: the swaps order it). */
+    fut__aword holder_fd;
 };
 
 /* The driver of the runtime running on this thread, or NULL. */
@@ -253,6 +266,8 @@ void fut__io_wake(struct fut__io *io, unsigned dir);
 /* Frees what a closed io left on d's release list (driver, each turn),
  * after the backend forgot each. */
 void fut__io_reap(struct fut__iodrv *d, struct fut__io *list);
+/* Frees a closed io (reap, or a backend that took its free: forget). */
+void fut__io_free(struct fut__io *io);
 /* Detaches every registered io from a driver being freed. */
 void fut__io_detach_all(struct fut__iodrv *d);
 

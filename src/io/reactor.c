@@ -249,7 +249,7 @@ void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
         fut_waker_wake(&w);
 }
 
-static void io_free(struct fut__io *io)
+void fut__io_free(struct fut__io *io)
 {
     if (io->spill)
         fut__free(io->spill, io->spill_len);
@@ -263,9 +263,8 @@ void fut__io_reap(struct fut__iodrv *d, struct fut__io *list)
 {
     while (list) {
         struct fut__io *next = list->next;
-        if (d->bvt->forget)
-            d->bvt->forget(d->be, list, 0);
-        io_free(list);
+        if (!d->bvt->forget || !d->bvt->forget(d->be, list, 0))
+            fut__io_free(list);
         list = next;
     }
 }
@@ -317,11 +316,12 @@ static void io_release(struct fut__io *io)
     fut__mutex_unlock(&io->lock);
     /* Unregister explicitly: a forked child may keep the open file
      * description (and so its epoll registration) alive. */
+    int closes = 0; /* the backend closes it (another thread's ring) */
     if (d && d->bvt->unwatch)
-        d->bvt->unwatch(d->be, io);
+        closes = d->bvt->unwatch(d->be, io);
     if (io->restore_fl >= 0)
         fut__sys_fcntl_fl(io->fd, io->restore_fl);
-    if (!io->borrowed)
+    if (!io->borrowed && !closes)
         fut__sys_close(io->fd);
     if (d) {
         /* Last touch of 'io': once on the release list, the next park (on
@@ -341,7 +341,7 @@ static void io_release(struct fut__io *io)
     fut_waker_drop(&r);
     fut_waker_drop(&w);
     if (!d)
-        io_free(io);
+        fut__io_free(io);
 }
 
 /* ----------------------------------------------------------- handles */
@@ -418,7 +418,7 @@ int fut_io_from_fd(int fd, struct fut_io **out)
     if (!(fl & O_NONBLOCK)) {
         r = fut__sys_fcntl_fl(fd, fl | O_NONBLOCK);
         if (r < 0) {
-            io_free(h->core);
+            fut__io_free(h->core);
             return r;
         }
     }

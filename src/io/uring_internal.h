@@ -1,10 +1,11 @@
 /* The io_uring backend's private state, shared by its two files:
  *   uring_ring.c      the ring's plumbing: the probe, the op and buffer
  *                     pools, the provided-buffer ring, taking and
- *                     submitting SQEs (calls nothing above it);
+ *                     submitting SQEs, the inbox (calls nothing above it);
  *   backend_uring.c   the operations, completions, wait and the table
- *                     (its head comment has the rules).
- * Everything here runs on the thread that drives the ring.
+ *                     (its head comment has the rules, threads included).
+ * A ring is touched only by its owner thread; what another thread needs
+ * from it goes through its inbox (backend_uring.c's rules).
  */
 #ifndef FUT_IO_URING_INTERNAL_H
 #define FUT_IO_URING_INTERNAL_H
@@ -39,11 +40,24 @@ static inline void count_enter(void)
 
 enum ukind { U_RECV_MS, U_RECV, U_SEND, U_ACCEPT, U_POLL };
 
+/* A request in a ring's inbox (shared rings: another thread asks the
+ * owner to do what only the owner may). */
+enum { REQ_OP, REQ_CLOSE, REQ_FORGET };
+struct ureq {
+    struct ureq *next;
+    int type; /* REQ_*: an op to issue or cancel; an fd to close; an fd
+                 whose state to free (then the io itself) */
+};
+
+struct ufd;
+
 /* One operation in the kernel's hands. */
 struct uop {
     struct uop *next;      /* free list */
     struct fut__io *io;    /* NULL once the fd is forgotten or the op
                               orphaned: retire on the CQE */
+    struct ufd *f;         /* the fd's state (alive while this op is:
+                              f->nops counts it) */
     uint8_t kind;          /* enum ukind */
     uint8_t done;          /* single-shot: its CQE came ('res') */
     uint8_t ended;         /* multishot: ended or cancelled by us */
@@ -55,6 +69,14 @@ struct uop {
     size_t cap;
     struct sockaddr_storage *addr; /* ACCEPT: the peer (fut__alloc) */
     socklen_t alen;
+    /* Shared rings, under f's lock: an op prepared by another thread
+     * waits in the owner's inbox ('req') with its SQE in 'sqe'. */
+    uint8_t issued;        /* in the owner's SQ (or sent) */
+    uint8_t posted;        /* 'req' is in the owner's inbox */
+    uint8_t want_cancel;   /* the inbox is to cancel it */
+    uint8_t zombie;        /* retired while posted: the inbox frees it */
+    struct ureq req;
+    struct io_uring_sqe *sqe; /* posted by another thread: its SQE */
 };
 
 /* A received chunk on an fd's queue: provided buffer 'bid'. */
@@ -75,9 +97,27 @@ struct ufd {
     long end;              /* 1: not ended; 0: EOF; < 0: error (once) */
     int nobufs;            /* the multishot ran dry: next arm is solo */
     struct fut_waker rw, ww; /* the native reader's and writer's wakers
-                              (no lock: the ring's thread only; readiness
+                              (under 'lock' on a shared ring; readiness
                               waits use the fd's own slots) */
+    struct fut__backend *owner; /* the ring its ops go to (fixed) */
+    int shared;            /* owner is one of several rings: a ufd_mt */
+    unsigned nops;         /* uops pointing here (u->f) */
+    int dead;              /* the io is gone: freed with the last op */
 };
+
+/* The state of an fd on a shared ring: the lock and the requests. */
+struct ufd_mt {
+    struct ufd f;
+    fut__mutex lock;       /* guards every field of 'f' */
+    int close_fd;          /* REQ_CLOSE: the fd the owner closes */
+    struct fut__io *io;    /* REQ_FORGET: the io the owner frees */
+    struct ureq close_req, forget_req;
+};
+
+static inline struct ufd_mt *ufd_mt(struct ufd *f)
+{
+    return (struct ufd_mt *)(void *)f;
+}
 
 struct fut__backend {
     struct io_uring ring;
@@ -93,7 +133,44 @@ struct fut__backend {
     void *free_bufs;       /* SMALL_BUF buffers, linked through their
                               first word */
     int wake_armed;
+    /* --- a ring of a multi-thread runtime (one per worker) --- */
+    int shared;            /* 1: one of several rings (locks, inbox) */
+    struct fut__backend *first; /* the set's first ring (its id) */
+    int index;             /* worker index */
+    int dead;              /* retired (its worker exited) */
+    fut__mutex ilock;      /* guards the inbox */
+    struct ureq *ihead, *itail;
+    uint16_t ibids[BUF_COUNT]; /* provided buffers handed back */
+    unsigned nbids;
+    /* Dekker pair with inbox posters: the owner stores 'parked' then
+     * reads 'ipending'; a poster stores 'ipending' then reads 'parked'
+     * (seq_cst both): one of them sees the other, so a post to a ring
+     * that sleeps writes its wake fd. */
+    fut__aword parked, ipending;
 };
+
+/* The ring the calling thread owns (a worker of a multi-thread runtime
+ * on io_uring), or NULL. */
+extern _Thread_local struct fut__backend *fut__ur_here;
+
+/* Whether the calling thread may touch 'b' itself. */
+static inline int ur_mine(const struct fut__backend *b)
+{
+    return !b->shared || fut__ur_here == b;
+}
+
+/* f's lock, on a shared ring only. */
+static inline void f_lock(struct ufd *f)
+{
+    if (f->shared)
+        fut__mutex_lock(&ufd_mt(f)->lock);
+}
+
+static inline void f_unlock(struct ufd *f)
+{
+    if (f->shared)
+        fut__mutex_unlock(&ufd_mt(f)->lock);
+}
 
 static inline struct ufd *ufd_of(struct fut__io *io)
 {
@@ -111,9 +188,9 @@ static inline void park(struct ufd *f, unsigned dir, struct fut_context *cx)
     fut_waker_set(slot(f, dir), &cx->waker);
 }
 
-static inline void wake(struct fut__io *io, unsigned dir)
+static inline void wake(struct ufd *f, unsigned dir)
 {
-    struct fut_waker *w = slot(ufd_of(io), dir);
+    struct fut_waker *w = slot(f, dir);
     if (!fut_waker_is_set(w))
         return;
     struct fut_waker t = *w;
@@ -134,7 +211,7 @@ static inline void unpark(struct ufd *f, unsigned dir)
 #ifdef FUT_DEBUG
 static inline void check_thread(struct fut__backend *b)
 {
-    if (b->owner && b->owner != (pid_t)syscall(SYS_gettid))
+    if (!b->shared && b->owner && b->owner != (pid_t)syscall(SYS_gettid))
         FUT_MISUSE("an io_uring runtime used from a second thread (a "
                    "current-thread runtime on io_uring is driven by one "
                    "thread: the first that ran it)");
@@ -145,15 +222,20 @@ static inline void check_thread(struct fut__backend *b)
 
 /* ------------------------------------------------ uring_ring.c */
 
-/* A fresh op on 'io' (a free-list entry or a new allocation), or NULL. */
+/* A fresh op on 'io' (state 'f', counted in f->nops; a free-list entry
+ * or a new allocation), or NULL. Under f's lock. */
 struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
                             int kind);
-/* Returns 'u' and its buffers to the free lists. */
+/* Returns 'u' and its buffers to the free lists (not counted any more in
+ * its f->nops: the caller frees f when that made it 0 and f is dead). */
 void fut__ur_uop_free(struct fut__backend *b, struct uop *u);
 /* Gives 'u' a buffer of at least 'cap' bytes: 0 or FUT_ENOMEM. */
 int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap);
-/* The backend state of 'io', made on first use; NULL: no memory. */
-struct ufd *fut__ur_ufd_get(struct fut__io *io);
+/* The backend state of 'io', made on first use with owner 'b' (io's
+ * lock or the only thread); NULL: no memory. */
+struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io);
+/* Frees 'f' (nothing points to it any more). */
+void fut__ur_ufd_free(struct ufd *f);
 /* Hands provided buffer 'bid' back to the kernel. */
 void fut__ur_buf_return(struct fut__backend *b, uint16_t bid);
 /* Queues 'len' bytes of provided buffer 'bid' on 'f' / pops the head. */
@@ -166,13 +248,19 @@ int fut__ur_setup_bufs(struct fut__backend *b);
 void fut__ur_ring_enable(struct fut__backend *b);
 /* Submits what is queued now (one io_uring_enter). */
 void fut__ur_submit_now(struct fut__backend *b);
-/* An SQE (a full SQ is submitted first); never NULL. */
-struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b);
-/* Marks 's' as op 'u''s (in flight from now). */
+/* An SQE for op 'u' (a full SQ is submitted first); never NULL. On a
+ * ring the caller does not own: u's own copy, which fut__ur_sqe_op posts
+ * to the owner's inbox. */
+struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b, struct uop *u);
+/* An SQE for what is not an op (cancels, the wake poll): owner only. */
+struct io_uring_sqe *fut__ur_sqe_raw(struct fut__backend *b);
+/* Marks 's' as op 'u''s (in flight from now, or posted). */
 void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
                     struct uop *u);
-/* Queues an ASYNC_CANCEL of 'u'. */
+/* Queues an ASYNC_CANCEL of 'u' (posted, on a ring not the caller's). */
 void fut__ur_cancel_op(struct fut__backend *b, struct uop *u);
+/* Posts 'r' to b's inbox and wakes b's owner if it sleeps. */
+void fut__ur_post(struct fut__backend *b, struct ureq *r);
 /* 'len', or fewer when a fault shortens a transfer of 'kind'. */
 size_t fut__ur_shorten(int kind, size_t len);
 /* Sets up a ring with the best flags the kernel has ('*coop': the

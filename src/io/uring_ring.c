@@ -12,6 +12,7 @@
 
 fut__aword fut__uring_enters;
 fut__aword fut__uring_nobufs;
+_Thread_local struct fut__backend *fut__ur_here;
 
 /* ------------------------------------------------------------- probe */
 
@@ -125,14 +126,22 @@ int fut__uring_probe(const char **why)
 struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
                            int kind)
 {
-    struct uop *u = b->free_ops;
+    int mine = ur_mine(b);
+    struct uop *u = mine ? b->free_ops : NULL;
     if (u)
         b->free_ops = u->next;
     else if (!(u = fut__alloc(sizeof *u)))
         return NULL;
+    u->sqe = NULL;
+    if (!mine && !(u->sqe = fut__alloc(sizeof *u->sqe))) {
+        fut__free(u, sizeof *u); /* another thread's ring: its SQE copy */
+        return NULL;
+    }
     /* Every field, without a memset of the whole (the hot path). */
     u->next = NULL;
     u->io = io;
+    u->f = ufd_of(io);
+    u->f->nops++;
     u->kind = (uint8_t)kind;
     u->done = u->ended = 0;
     u->term = 0;
@@ -142,12 +151,14 @@ struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
     u->buf = NULL;
     u->addr = NULL;
     u->alen = 0;
+    u->issued = u->posted = u->want_cancel = u->zombie = 0;
+    u->req.type = REQ_OP;
     return u;
 }
 
 static void buf_free(struct fut__backend *b, char *p, size_t cap)
 {
-    if (cap == SMALL_BUF) {
+    if (cap == SMALL_BUF && ur_mine(b)) {
         *(void **)(void *)p = b->free_bufs;
         b->free_bufs = p;
     } else {
@@ -161,8 +172,18 @@ void fut__ur_uop_free(struct fut__backend *b, struct uop *u)
         buf_free(b, u->buf, u->cap);
     if (u->addr)
         fut__free(u->addr, sizeof *u->addr);
+    if (u->f)
+        u->f->nops--;
+    if (u->sqe)
+        fut__free(u->sqe, sizeof *u->sqe);
+    u->sqe = NULL;
     u->buf = NULL;
     u->addr = NULL;
+    u->f = NULL;
+    if (!ur_mine(b)) {
+        fut__free(u, sizeof *u);
+        return;
+    }
     u->next = b->free_ops;
     b->free_ops = u;
 }
@@ -171,7 +192,7 @@ int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
 {
     if (cap <= SMALL_BUF) {
         cap = SMALL_BUF;
-        if (b->free_bufs) {
+        if (ur_mine(b) && b->free_bufs) {
             u->buf = b->free_bufs;
             b->free_bufs = *(void **)b->free_bufs;
         } else {
@@ -186,23 +207,83 @@ int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
     return 0;
 }
 
-struct ufd *fut__ur_ufd_get(struct fut__io *io)
+struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io)
 {
     struct ufd *f = ufd_of(io);
-    if (!f) {
-        f = fut__alloc(sizeof *f);
-        if (!f)
+    if (f)
+        return f;
+    size_t size = b->shared ? sizeof(struct ufd_mt) : sizeof *f;
+    f = fut__alloc(size);
+    if (!f)
+        return NULL;
+    memset(f, 0, size);
+    f->end = 1;
+    f->owner = b;
+    f->shared = b->shared;
+    if (f->shared) {
+        struct ufd_mt *m = ufd_mt(f);
+        if (fut__mutex_init(&m->lock) != 0) {
+            fut__free(f, size);
             return NULL;
-        memset(f, 0, sizeof *f);
-        f->end = 1;
-        io->bstate[0] = f;
+        }
+        m->close_req.type = REQ_CLOSE;
+        m->forget_req.type = REQ_FORGET;
     }
+    /* Release: pairs with backend_uring.c's ufd_load (acquire). */
+    __atomic_store_n((struct ufd **)&io->bstate[0], f, __ATOMIC_RELEASE);
     return f;
+}
+
+void fut__ur_ufd_free(struct ufd *f)
+{
+    if (f->shared) {
+        fut__mutex_destroy(&ufd_mt(f)->lock);
+        fut__free(f, sizeof(struct ufd_mt));
+        return;
+    }
+    fut__free(f, sizeof *f);
+}
+
+/* ------------------------------------------------------------- inbox */
+
+/* After a post (the inbox lock released): wake the owner if it sleeps.
+ * Seq_cst: the Dekker pair of struct fut__backend's 'parked'. */
+static void kick(struct fut__backend *b)
+{
+    fut__store(&b->ipending, 1, FUT__SEQ_CST);
+    if (fut__load(&b->parked, FUT__SEQ_CST)) {
+        uint64_t one = 1;
+        if (fut__sys_write(b->wakefd, &one, sizeof one) == -EAGAIN) {
+            uint64_t v; /* saturated (never read): reset it */
+            fut__sys_read(b->wakefd, &v, sizeof v);
+            fut__sys_write(b->wakefd, &one, sizeof one);
+        }
+    }
+}
+
+void fut__ur_post(struct fut__backend *b, struct ureq *r)
+{
+    fut__mutex_lock(&b->ilock);
+    r->next = NULL;
+    if (b->itail)
+        b->itail->next = r;
+    else
+        b->ihead = r;
+    b->itail = r;
+    fut__mutex_unlock(&b->ilock);
+    kick(b);
 }
 
 /* Hands provided buffer 'bid' back to the kernel. */
 void fut__ur_buf_return(struct fut__backend *b, uint16_t bid)
 {
+    if (!ur_mine(b)) { /* the owner hands it to the kernel (inbox) */
+        fut__mutex_lock(&b->ilock);
+        b->ibids[b->nbids++] = bid; /* at most BUF_COUNT are out */
+        fut__mutex_unlock(&b->ilock);
+        kick(b);
+        return;
+    }
     io_uring_buf_ring_add(b->br, b->bufs + (size_t)bid * BUF_SIZE, BUF_SIZE,
                           bid, io_uring_buf_ring_mask(BUF_COUNT), 0);
     io_uring_buf_ring_advance(b->br, 1);
@@ -240,6 +321,10 @@ void fut__ur_chunk_pop(struct fut__backend *b, struct ufd *f)
     if (!f->head)
         f->tail = NULL;
     fut__ur_buf_return(b, c->bid);
+    if (!ur_mine(b)) {
+        fut__free(c, sizeof *c);
+        return;
+    }
     c->next = b->free_chunks;
     b->free_chunks = c;
 }
@@ -274,7 +359,7 @@ void fut__ur_submit_now(struct fut__backend *b)
 }
 
 /* An SQE; a full SQ is submitted first (the batch's only early enter). */
-struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b)
+struct io_uring_sqe *fut__ur_sqe_raw(struct fut__backend *b)
 {
     struct fut__uring_faults *fx = fut__uring_faults;
     struct io_uring_sqe *s = NULL;
@@ -287,17 +372,40 @@ struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b)
     return s; /* never NULL: an empty SQ has room */
 }
 
+struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b, struct uop *u)
+{
+    if (ur_mine(b))
+        return fut__ur_sqe_raw(b);
+    memset(u->sqe, 0, sizeof *u->sqe); /* made with u (fut__ur_uop_new) */
+    return u->sqe;
+}
+
 void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
                    struct uop *u)
 {
     io_uring_sqe_set_data(s, u);
+    if (s == u->sqe) { /* another thread's: the owner issues it */
+        u->posted = 1;
+        fut__ur_post(b, &u->req);
+        return;
+    }
+    u->issued = 1;
     u->gen = b->gen;
     b->inflight++;
 }
 
 void fut__ur_cancel_op(struct fut__backend *b, struct uop *u)
 {
-    struct io_uring_sqe *s = fut__ur_sqe_get(b);
+    if (!u->issued || !ur_mine(b)) {
+        /* Not sent yet (the inbox then drops it), or not our ring. */
+        u->want_cancel = 1;
+        if (!u->posted) {
+            u->posted = 1;
+            fut__ur_post(b, &u->req);
+        }
+        return;
+    }
+    struct io_uring_sqe *s = fut__ur_sqe_raw(b);
     io_uring_prep_cancel(s, u, 0);
     io_uring_sqe_set_data64(s, UD_IGNORE);
 }

@@ -129,6 +129,20 @@ struct fut__driver_vt {
      * calls 'interest' (after the driver's lock is released), so that a
      * sleeper comes to drive it. Any thread. */
     int (*idle)(struct fut__driver *d);
+    /* Per-worker rings (d->rings > 0: a multi-thread runtime on
+     * io_uring): worker 'i' binds its thread to ring i when it starts,
+     * parks on it (park_ring; 'drive': it also holds the driver - timers
+     * and closed fds - as 'park' would; the scheduler's trylock), is woken
+     * there (unpark_ring, any thread), and retires it when it exits, once
+     * every worker stopped polling (retire_ring). NULL on other drivers. */
+    void (*bind)(struct fut__driver *d, int i);
+    void (*park_ring)(struct fut__driver *d, int i, int64_t timeout_ns,
+                      int drive);
+    void (*unpark_ring)(struct fut__driver *d, int i);
+    void (*retire_ring)(struct fut__driver *d, int i);
+    /* Whether ring i has something for its worker now (completions, a
+     * request in its inbox): a hint for the park spin, by worker i. */
+    int (*ring_ready)(struct fut__driver *d, int i);
 };
 struct fut__driver {
     const struct fut__driver_vt *vt;
@@ -144,6 +158,8 @@ struct fut__driver {
     void *interest_ud;
     /* The I/O backend's name ("epoll", "io_uring"); static. */
     const char *backend;
+    /* Per-worker rings: their count (the workers'), or 0 (see 'bind'). */
+    int rings;
 };
 
 struct fut__sched {

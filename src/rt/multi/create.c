@@ -124,6 +124,8 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&m->idle, (uintptr_t)n << 16); /* all unparked */
     fut__aword_init(&m->watcher, 0);
     fut__aword_init(&m->driver_lock, 0);
+    fut__aword_init(&m->rings_out, 0);
+    fut__aword_init(&m->rings_retired, 0);
     fut__aword_init(&m->refs, BIAS + 1);
     fut__aword_init(&m->f_spawned, 0);
     fut__aword_init(&m->f_freed, 0);
@@ -139,8 +141,10 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
         goto fail_sleep;
     if ((r = workers_new(m)) != 0)
         goto fail_sleepers;
+    struct fut_rt_config dcfg = *cfg;
+    dcfg.workers = n; /* the driver's rings: one per worker */
     if (!cfg->no_driver &&
-        (r = driver_new(&m->base, cfg, &m->base.driver)) != 0)
+        (r = driver_new(&m->base, &dcfg, &m->base.driver)) != 0)
         goto fail_workers;
     if (m->base.driver) {
         m->base.driver->interest = driver_interest;
@@ -169,10 +173,12 @@ fail_m:
 static int mt_start(struct fut__sched *s)
 {
     struct mt_sched *m = mt_of(s);
+    m->n_started = m->n; /* before any worker reads it (after a stop) */
     for (int i = 0; i < m->n; i++) {
         struct mt_worker *w = &m->w[i];
         int r = pthread_create(&w->thread, NULL, fut__mt_worker_main, w);
         if (r) {
+            m->n_started = i;
             fut__mt_shutdown(s); /* joins the ones started */
             return r == ENOMEM ? FUT_ENOMEM : -r;
         }

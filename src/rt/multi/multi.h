@@ -267,6 +267,11 @@ struct mt_sched {
     int nsleepers;
     fut__aword watcher;              /* index + 1, or 0 (CAS) */
     fut__aword driver_lock;          /* 1 while a worker uses the driver */
+    /* Per-worker rings: workers past fut__mt_worker_exit (shutdown.c);
+     * the barrier's count, written by mt_start before any stop. */
+    fut__aword rings_out;
+    fut__aword rings_retired; /* rings retired so far (index order) */
+    int n_started;
     /* lifetime (destroy.h) and statistics of non-worker threads */
     fut__aword refs;
     fut__aword f_spawned, f_freed, f_remote; /* f_freed: RMW; the others
@@ -456,8 +461,15 @@ static inline void unpark_worker(struct mt_worker *w)
         syscall(SYS_futex, futex_word(&w->pstate), FUTEX_WAKE_PRIVATE, 1,
                 NULL, NULL, 0);
     }
-    else if (prev == P_DRIVER)
-        w->m->base.driver->vt->unpark(w->m->base.driver);
+    else if (prev == P_DRIVER) {
+        struct fut__driver *d = w->m->base.driver;
+        if (d->rings) { /* parked on its own ring; wake_ns as above */
+            fut__store(&w->wake_ns, (uintptr_t)fut_now_ns(), FUT__RELAXED);
+            d->vt->unpark_ring(d, w->index);
+        }
+        else
+            d->vt->unpark(d);
+    }
 }
 
 static inline void lq_push(struct mt_worker *w, struct fut_task *t)
@@ -564,6 +576,9 @@ struct fut_task *fut__mt_steal_stuck(struct mt_worker *w);
 /* shutdown.c: the worker's part (thread-affine tasks), and
  * fut__sched_vt.shutdown. */
 void fut__mt_worker_exit(struct mt_worker *w);
+/* Per-worker rings: after fut__mt_worker_exit, waits for the other
+ * workers to get there, then retires w's ring (shutdown.c). */
+void fut__mt_ring_exit(struct mt_worker *w);
 void fut__mt_shutdown(struct fut__sched *s);
 
 /* worker.c: a worker thread's body. */

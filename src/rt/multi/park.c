@@ -23,8 +23,10 @@ static void futex_wait(fut__aword *a, uint32_t val, int64_t ns)
  * permit's orderings are fut__mt_park's. */
 #define SPIN_CHECKS 8 /* permit checks between clock reads */
 
-/* Returns 1 when a permit arrived before 'end' (fut_now_ns). */
-static int park_spin(struct mt_worker *w, int64_t end)
+/* Returns 1 when a permit arrived before 'end' (fut_now_ns), 2 when
+ * the worker's ring ('rd': per-worker rings, else NULL) has something
+ * for it (a completion, its inbox), 0 at 'end'. */
+static int park_spin(struct mt_worker *w, int64_t end, struct fut__driver *rd)
 {
     stat_inc(w, ST_SPINS);
     for (;;) {
@@ -34,6 +36,8 @@ static int park_spin(struct mt_worker *w, int64_t end)
                 return 1;
             fut__cpu_relax();
         }
+        if (rd && rd->vt->ring_ready(rd, w->index))
+            return 2;
         if (fut_now_ns() >= end)
             return 0;
     }
@@ -53,6 +57,67 @@ static void spin_learn(struct mt_worker *w, int64_t t0, int spun)
                    FUT__RELAXED);
 }
 
+/* The spin before a sleep, from 't0': 1 when it took a permit (the park
+ * is over), 2 when the ring ('rd', or NULL) has work, 0 to sleep. */
+static int spin_first(struct mt_worker *w, int64_t t0, int spun,
+                      struct fut__driver *rd)
+{
+    int got = spun ? park_spin(w, t0 + w->spin.bound, rd) : 0;
+    if (got == 1) {
+        /* Acquire: pairs with the unparker's release swap. */
+        fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE);
+        stat_inc(w, ST_SPIN_HITS);
+        fut__spin_hit(&w->spin);
+    }
+    return got;
+}
+
+/* Per-worker rings (io_uring): a worker always sleeps on its own ring,
+ * whose completions only it can reap (DEFER_TASKRUN); the one that gets
+ * the driver's trylock also drives timers. The park spin comes first, as
+ * before a futex sleep, and also ends when the ring has something (a
+ * completion or a request waits: they do not wait for the spin). The
+ * permit's orderings are fut__mt_park's. */
+static void park_ring(struct mt_worker *w, struct fut__driver *d,
+                      int64_t timeout_ns, int use_driver)
+{
+    struct mt_sched *m = w->m;
+    int learn = m->spin_ns >= 0;
+    int64_t t0 = 0;
+    int spun = 0;
+    if (learn) {
+        t0 = fut_now_ns();
+        spun = w->spin.credit > 0;
+        int got = spin_first(w, t0, spun, d);
+        if (got == 1)
+            return;
+        if (got == 2) {
+            learn = 0; /* no sleep to learn from: the ring had work */
+            timeout_ns = 0;
+        }
+    }
+    int drive = use_driver && driver_trylock(m);
+    uintptr_t e = P_EMPTY;
+    if (!fut__cas(&w->pstate, &e, P_DRIVER, FUT__ACQ_REL, FUT__ACQUIRE)) {
+        /* Notified in between: consume the permit. */
+        fut__store(&w->pstate, P_EMPTY, FUT__RELAXED);
+        if (drive)
+            driver_unlock(m);
+        if (learn)
+            fut__spin_hit(&w->spin); /* as good as a hit */
+        return;
+    }
+    stat_inc(w, ST_PARKS);
+    w->in_driver = 1;
+    d->vt->park_ring(d, w->index, timeout_ns, drive);
+    w->in_driver = 0;
+    if (drive)
+        driver_unlock(m);
+    fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
+    if (learn)
+        spin_learn(w, t0, spun);
+}
+
 /* Sleeps until unparked or 'timeout_ns' (-1: none) passed; in the driver
  * when 'use_driver' and nobody else holds it (the driver then dispatches
  * I/O and timers, waking tasks into this worker's ring). */
@@ -63,6 +128,10 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
     if (fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE) == P_NOTIFIED)
         return;
     struct fut__driver *d = m->base.driver;
+    if (d && d->rings) {
+        park_ring(w, d, timeout_ns, use_driver);
+        return;
+    }
     /* A driver still 'undriven' has nothing to wait for: straight to the
      * futex, without the driver's two locks (lines both workers write:
      * xthread_wake paid them on every hop). Seq_cst: a registration
@@ -89,13 +158,8 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
     if (learn) {
         t0 = fut_now_ns();
         spun = w->spin.credit > 0;
-        if (spun && park_spin(w, t0 + w->spin.bound)) {
-            /* Acquire: pairs with the unparker's release swap. */
-            fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE);
-            stat_inc(w, ST_SPIN_HITS);
-            fut__spin_hit(&w->spin);
+        if (spin_first(w, t0, spun, NULL))
             return;
-        }
     }
     uintptr_t e = P_EMPTY;
     if (!fut__cas(&w->pstate, &e, drv ? P_DRIVER : P_FUTEX, FUT__ACQ_REL,

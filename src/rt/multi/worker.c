@@ -26,6 +26,17 @@ static void poll_driver(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
     struct fut__driver *d = m->base.driver;
+    if (d && d->rings) { /* our ring, always; the timers with the lock */
+        int drive = driver_trylock(m);
+        w->in_driver = 1;
+        d->vt->park_ring(d, w->index, 0, drive);
+        w->in_driver = 0;
+        if (drive)
+            driver_unlock(m);
+        if (m->n > 1 && fut__ring_len(&w->ring) > 1)
+            notify_parked(m);
+        return;
+    }
     if (!d || !driver_trylock(m))
         return;
     w->in_driver = 1;
@@ -310,8 +321,13 @@ void *fut__mt_worker_main(void *arg)
     fut__mt_tls_w = w;
     fut__tls_sched = &w->m->base;
     fut__tls_pool = &w->pool;
+    struct fut__driver *d = w->m->base.driver;
+    if (d && d->rings)
+        d->vt->bind(d, w->index);
     worker_loop(w);
     fut__mt_worker_exit(w);
+    if (d && d->rings)
+        fut__mt_ring_exit(w);
     fut__pool_flush(&w->pool); /* still its owner (see internal.h) */
     fut__tls_pool = NULL;
     fut__tls_sched = NULL;
