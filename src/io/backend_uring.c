@@ -585,6 +585,17 @@ static void on_poll(struct fut__backend *b, struct uop *u, long res,
 {
     struct fut__io *io = u->io;
     struct ufd *f = u->f;
+    if (b->shared) {
+        /* A tick of its own per event: two CQEs of one fd can come in one
+         * reap, and the reader the first woke runs on another thread -
+         * its clear (EAGAIN) with that tick must not erase the second
+         * (the readiness word's ABA guard assumes one event per fd per
+         * tick: epoll's batches, and a lone ring's reader, which runs
+         * after the reap, give that). */
+        if (++b->ptick == 0)
+            b->ptick = 1;
+        tick = b->ptick;
+    }
     if (io && res > 0) {
         f_unlock(f);
         fut__io_dispatch(io, fut__rd_of_poll((uint32_t)res), tick);

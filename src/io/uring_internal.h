@@ -138,6 +138,7 @@ struct fut__backend {
     struct fut__backend *first; /* the set's first ring (its id) */
     int index;             /* worker index */
     int dead;              /* retired (its worker exited) */
+    uint32_t ptick;        /* readiness ticks of its poll CQEs (on_poll) */
     fut__mutex ilock;      /* guards the inbox */
     struct ureq *ihead, *itail;
     uint16_t ibids[BUF_COUNT]; /* provided buffers handed back */
