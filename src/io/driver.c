@@ -197,16 +197,6 @@ static int fire_timers(struct fut__iodrv *d, uint64_t now_tick)
 
 /* --------------------------------------------------------------- unpark */
 
-static void write_wake(int fd)
-{
-    uint64_t one = 1;
-    if (fut__sys_write(fd, &one, sizeof one) == -EAGAIN) {
-        /* The counter is saturated (never read: edge-triggered). */
-        uint64_t v;
-        fut__sys_read(fd, &v, sizeof v);
-        fut__sys_write(fd, &one, sizeof one);
-    }
-}
 
 void fut__iodrv_unpark(struct fut__iodrv *d)
 {
@@ -216,7 +206,7 @@ void fut__iodrv_unpark(struct fut__iodrv *d)
     if (fut__swap(&d->park_state, NOTIFIED, FUT__ACQ_REL) != PARKED)
         return;
     /* Relaxed: ordered by the swaps (see holder_fd). */
-    write_wake((int)fut__load(&d->holder_fd, FUT__RELAXED));
+    fut__sys_eventfd_signal((int)fut__load(&d->holder_fd, FUT__RELAXED));
 }
 
 static void drv_unpark(struct fut__driver *b)
@@ -355,7 +345,7 @@ static void drv_park_ring(struct fut__driver *b, int i, int64_t timeout_ns,
 
 static void drv_unpark_ring(struct fut__driver *b, int i)
 {
-    write_wake(drv_of(b)->ring_evfd[i]);
+    fut__sys_eventfd_signal(drv_of(b)->ring_evfd[i]);
 }
 
 static int drv_ring_ready(struct fut__driver *b, int i)

@@ -251,14 +251,8 @@ void fut__ur_ufd_free(struct ufd *f)
 static void kick(struct fut__backend *b)
 {
     fut__store(&b->ipending, 1, FUT__SEQ_CST);
-    if (fut__load(&b->parked, FUT__SEQ_CST)) {
-        uint64_t one = 1;
-        if (fut__sys_write(b->wakefd, &one, sizeof one) == -EAGAIN) {
-            uint64_t v; /* saturated (never read): reset it */
-            fut__sys_read(b->wakefd, &v, sizeof v);
-            fut__sys_write(b->wakefd, &one, sizeof one);
-        }
-    }
+    if (fut__load(&b->parked, FUT__SEQ_CST))
+        fut__sys_eventfd_signal(b->wakefd);
 }
 
 void fut__ur_post(struct fut__backend *b, struct ureq *r)

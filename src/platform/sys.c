@@ -422,6 +422,16 @@ int fut__sys_eventfd(void)
     RET(r);
 }
 
+void fut__sys_eventfd_signal(int fd)
+{
+    uint64_t one = 1;
+    if (fut__sys_write(fd, &one, sizeof one) == -EAGAIN) {
+        uint64_t v;
+        fut__sys_read(fd, &v, sizeof v);
+        fut__sys_write(fd, &one, sizeof one);
+    }
+}
+
 int fut__sys_signalfd(const sigset_t *mask)
 {
     FUT__SYS_ENTER(FUT__SYS_SIGNALFD, -1, NULL);

@@ -166,6 +166,9 @@ int fut__sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
                         int64_t timeout_ns);
 /* Non-blocking, close-on-exec eventfd with initial value 0. */
 int fut__sys_eventfd(void);
+/* Adds 1 to eventfd 'fd' (a wake); a counter saturated because nobody
+ * reads it (watchers are edge-triggered) is reset first. */
+void fut__sys_eventfd_signal(int fd);
 int fut__sys_signalfd(const sigset_t *mask);
 int fut__sys_open(const char *path, int flags, int mode);
 ssize_t fut__sys_pread(int fd, void *buf, size_t len, off_t off);
