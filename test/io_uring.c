@@ -506,10 +506,12 @@ START_TEST(batched_submissions)
     ck_assert_int_eq(done, N);
     /* 600 ops; the kernel runs about 20 deferred completions per enter,
      * the 1 ms sleeps add their own: well under one enter per 4 ops. On
-     * the multi-thread runtime two rings wait, each on its own (and the
-     * spin's looks): 14-146 measured, so the bound is one per round trip
-     * (three ops) - still batched, never one enter per op. */
-    int bound = fut_test_rt_is_mt() ? N : N * 3 / 4;
+     * the multi-thread runtime two rings wait, each on its own, and the
+     * park spin's looks enter when the kernel flags task work: 14-146
+     * measured in plain and TSan builds, 260 once under ASan (fresh-clone
+     * CI), so the bound is one per two ops - still batched, never one
+     * enter per op (600 or more). */
+    int bound = fut_test_rt_is_mt() ? N * 3 / 2 : N * 3 / 4;
     ck_assert_msg((int)enters < bound, "%lu io_uring_enter calls for %d "
                   "round trips", (unsigned long)enters, N);
     fprintf(stderr, "io_uring: %lu io_uring_enter calls for %d round trips "
