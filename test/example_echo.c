@@ -77,6 +77,9 @@ END_TEST
  * holds a 4 KiB buffer (the peers' design); 5007-5009 bytes measured in
  * the plain build, ~130 more in debug builds, whose registry of live
  * handles (src/platform/handles.c) holds an entry per join handle.
+ * The multi-thread runtime on io_uring keeps more per fd (its lock and
+ * inbox requests, struct ufd_mt: 216 bytes against 128): 5613-5617
+ * measured here, 5705 once in fresh-clone CI, so its bound is 5.75 KiB.
  * Sanitizers: EX_RSS_PERCENT. */
 START_TEST(idle_rss)
 {
@@ -86,7 +89,9 @@ START_TEST(idle_rss)
     char msg[64];
     memset(msg, 'x', sizeof msg);
     long per = ex_idle_rss_per_conn(&s, 2000, msg, sizeof msg, sizeof msg);
-    long bound = 5632 * EX_RSS_PERCENT / 100;
+    const char *be = getenv("FUT_IO_BACKEND");
+    int mt_uring = fut_test_rt_is_mt() && be && strcmp(be, "io_uring") == 0;
+    long bound = (mt_uring ? 5888 : 5632) * EX_RSS_PERCENT / 100;
     ck_assert_msg(per <= bound, "%ld bytes per idle connection (bound %ld)",
                   per, bound);
     ASSERT_EQ(ex_stop(&s, 15000), 0);
