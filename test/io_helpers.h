@@ -3,8 +3,11 @@
 #define FUT_TEST_IO_HELPERS_H
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,6 +123,83 @@ static inline struct fut_io *listen_any(int *port)
     ASSERT_EQ(fut_io_local_addr(l, &ss, &len), 0);
     *port = fut_addr_port(&ss);
     return l;
+}
+
+/* A blocking TCP socket connected to 127.0.0.1:'port'. */
+static inline int connect_loopback(int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    ASSERT_EQ(fut_addr_parse("127.0.0.1", port, &ss, &len), 0);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(c, 0);
+    ASSERT_EQ(connect(c, (struct sockaddr *)&ss, len), 0);
+    return c;
+}
+
+/* The local port of socket 'fd'. */
+static inline int local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    return fut_addr_port(&ss);
+}
+
+/* User + system CPU of this process from 'a' to 'b' (getrusage), in us. */
+static inline long rusage_cpu_us(const struct rusage *a,
+                                 const struct rusage *b)
+{
+    return (b->ru_utime.tv_sec - a->ru_utime.tv_sec) * 1000000 +
+           (b->ru_utime.tv_usec - a->ru_utime.tv_usec) +
+           (b->ru_stime.tv_sec - a->ru_stime.tv_sec) * 1000000 +
+           (b->ru_stime.tv_usec - a->ru_stime.tv_usec);
+}
+
+/* Lowers RLIMIT_NOFILE to 256 (the old limit in '*old') and uses up
+ * every fd left (dups of fd 0 into 'fds', 256 of room); returns how many.
+ * A real EMFILE for whatever opens an fd next. */
+static inline int use_up_fds(int fds[256], struct rlimit *old)
+{
+    getrlimit(RLIMIT_NOFILE, old);
+    struct rlimit lim = *old;
+    lim.rlim_cur = 256;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    int n = 0;
+    for (int d; n < 256 && (d = dup(0)) >= 0;)
+        fds[n++] = d;
+    ck_assert(n > 0);
+    return n;
+}
+
+/* A task that sleeps 80 ms, then closes 'n' fds of 'fds' (gives back
+ * what use_up_fds took). */
+struct free_later {
+    struct fut_future base;
+    struct fut_sleep s;
+    int *fds, n;
+};
+
+static inline int free_later_poll(struct fut_future *f,
+                                  struct fut_context *cx)
+{
+    struct free_later *fl = (struct free_later *)f;
+    FUT_BEGIN(f);
+    fut_sleep_init(&fl->s, 80 * MS);
+    FUT_AWAIT(f, &fl->s);
+    for (int i = 0; i < fl->n; i++)
+        close(fl->fds[i]);
+    FUT_END(f);
+}
+
+static inline void free_later_init(struct free_later *fl, int *fds, int n)
+{
+    static const struct fut_future_vtable vt = {free_later_poll,
+                                                fut_async_drop, "free_later",
+                                                0};
+    fut_future_init(&fl->base, &vt);
+    fl->fds = fds;
+    fl->n = n;
 }
 
 /* Open fds of this process. */

@@ -223,6 +223,211 @@ START_TEST(drop_accepts_and_opens)
 }
 END_TEST
 
+/* --------------------------------------------- multishot accept */
+
+/* Connects a client to 'port' and sends its index (4 bytes). */
+static int connect_tagged(int port, int idx)
+{
+    int c = connect_loopback(port);
+    ASSERT_EQ(write(c, &idx, sizeof idx), (ssize_t)sizeof idx);
+    return c;
+}
+
+/* Accepts one connection within 5 s and returns the index its client
+ * sent; checks the peer address is the client's ('ports' by index). */
+static int accept_tagged(struct fut_runtime *rt, struct fut_io *l,
+                         const int *ports, int n)
+{
+    struct fut_accept acc;
+    struct fut_timeout to;
+    fut_accept_init(&acc, l);
+    fut_timeout_init(&to, &acc.base, fut_now_ns() + 5000 * MS);
+    ASSERT_EQ(fut_block_on(rt, &to.base), 0);
+    ck_assert_msg(to.result == 0, "accept timed out");
+    ck_assert_msg(acc.result == 0, "accept: %s", fut_strerror(acc.result));
+    int idx = -1;
+    read_exact(rt, acc.conn, (char *)&idx, sizeof idx);
+    ck_assert_msg(idx >= 0 && idx < n, "index %d", idx);
+    ck_assert_int_eq(fut_addr_port(&acc.peer), ports[idx]);
+    fut_io_close(acc.conn);
+    fut_drop(&to.base);
+    return idx;
+}
+
+/* Polls an accept once (it arms the listener's multishot) and drops it:
+ * connections then queue on the listener with nobody accepting. */
+static void arm_and_drop_accept(struct fut_runtime *rt, struct fut_io *l)
+{
+    struct fut_accept acc;
+    fut_accept_init(&acc, l);
+    ASSERT_EQ(poll_once(rt, &acc.base), FUT_PENDING);
+    fut_drop(&acc.base);
+}
+
+/* An echo server accepting 200 concurrent clients: one multishot ACCEPT
+ * takes many connections (a handful of ACCEPT SQEs, not one per
+ * connection), and every client's bytes come back. */
+START_TEST(multishot_accept_serves)
+{
+    struct fut_runtime *rt = rt_uring();
+    int port;
+    struct fut_io *l = listen_any(&port);
+    struct echo_stats st;
+    memset(&st, 0, sizeof st);
+    struct echo_server srv;
+    echo_server_init(&srv, l, &st);
+    struct fut_join js;
+    ASSERT_EQ(fut_spawn(rt, &srv, sizeof srv, &js), 0);
+    enum { N = 200 };
+    uintptr_t a0 = fut__load(&fut__uring_accept_arms, FUT__RELAXED);
+    struct fut_join *jc = calloc(N, sizeof *jc);
+    for (int i = 0; i < N; i++) {
+        struct echo_client c;
+        echo_client_init(&c, port, 3, 64);
+        ASSERT_EQ(fut_spawn(rt, &c, sizeof c, &jc[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        struct fut_timeout to;
+        fut_timeout_init(&to, &jc[i].base, fut_now_ns() + 10000 * MS);
+        ASSERT_EQ(fut_block_on(rt, &to.base), 0);
+        ck_assert_msg(to.result == 0, "client %d hung", i);
+        struct echo_client *out = fut_join_output(&jc[i]);
+        ck_assert_msg(out->result == 0, "client %d: %s", i,
+                      fut_strerror(out->result));
+        fut_drop(&to.base);
+    }
+    uintptr_t arms = fut__load(&fut__uring_accept_arms, FUT__RELAXED) - a0;
+    fprintf(stderr, "io_uring: %lu multishot ACCEPTs armed for %d "
+            "connections\n", (unsigned long)arms, N);
+    ck_assert_int_eq(atomic_load(&st.accepted), N);
+    /* Each pause (ACCEPT_MAX queued) and each error costs one re-arm. */
+    ck_assert_msg(arms >= 1 && arms <= N / 8, "%lu ACCEPT SQEs for %d "
+                  "connections", (unsigned long)arms, N);
+    free(jc);
+    fut_join_abort(&js);
+    fut_drop(&js.base);
+    fut_runtime_free(rt);
+    fut_io_close(l);
+}
+END_TEST
+
+/* 200 connections nobody accepts, arriving one at a time: the listener
+ * queues at most ACCEPT_MAX (32) of them as fds, then pauses, and the
+ * rest wait in the kernel's backlog (the process's fd count stays
+ * bounded); then every one is accepted, in order, with its peer's
+ * address and its bytes. */
+START_TEST(multishot_accept_paused)
+{
+    int before = count_fds();
+    struct fut_runtime *rt = rt_uring();
+    int port;
+    struct fut_io *l = listen_any(&port);
+    enum { N = 200 };
+    int clients[N], ports[N];
+    arm_and_drop_accept(rt, l);
+    int base = count_fds(), most = 0;
+    for (int i = 0; i < N; i++) {
+        clients[i] = connect_tagged(port, i);
+        ports[i] = local_port(clients[i]);
+        run_for(rt, 1); /* the CQE of its accept lands */
+        int extra = count_fds() - base - (i + 1);
+        most = extra > most ? extra : most;
+    }
+    run_for(rt, 20);
+    int extra = count_fds() - base - N;
+    most = extra > most ? extra : most;
+    fprintf(stderr, "io_uring: at most %d connections queued as fds of "
+            "%d unaccepted\n", most, N);
+    ck_assert_msg(most >= 32 && most <= 40, "%d accepted fds held for %d "
+                  "unaccepted connections (pause at 32)", most, N);
+    uintptr_t a0 = fut__load(&fut__uring_accept_arms, FUT__RELAXED);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(accept_tagged(rt, l, ports, N), i);
+    uintptr_t arms = fut__load(&fut__uring_accept_arms, FUT__RELAXED) - a0;
+    ck_assert_msg(arms <= N / 16, "%lu re-arms", (unsigned long)arms);
+    fut_io_close(l);
+    fut_runtime_free(rt);
+    for (int i = 0; i < N; i++)
+        close(clients[i]);
+    ck_assert_int_eq(count_fds(), before);
+}
+END_TEST
+
+/* A listener with connections queued on its multishot moves to other
+ * runtimes: freeing the runtime keeps them (the listener's spill), an
+ * epoll runtime accepts the first half, a second io_uring runtime the
+ * rest and a new one; nothing lost, no fd leaked. */
+START_TEST(multishot_accept_moves)
+{
+    int before = count_fds();
+    struct fut_runtime *rt = rt_uring();
+    int port;
+    struct fut_io *l = listen_any(&port);
+    enum { N = 10 };
+    int clients[N + 1], ports[N + 1];
+    arm_and_drop_accept(rt, l);
+    for (int i = 0; i < N; i++) {
+        clients[i] = connect_tagged(port, i);
+        ports[i] = local_port(clients[i]);
+    }
+    run_for(rt, 20); /* all ten queued on the listener */
+    fut_runtime_free(rt);
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.io_backend = FUT_IO_EPOLL;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), 0);
+    for (int i = 0; i < N / 2; i++)
+        ck_assert_int_eq(accept_tagged(rt, l, ports, N + 1), i);
+    fut_runtime_free(rt);
+    rt = rt_uring();
+    for (int i = N / 2; i < N; i++)
+        ck_assert_int_eq(accept_tagged(rt, l, ports, N + 1), i);
+    clients[N] = connect_tagged(port, N);
+    ports[N] = local_port(clients[N]);
+    ck_assert_int_eq(accept_tagged(rt, l, ports, N + 1), N);
+    fut_io_close(l);
+    fut_runtime_free(rt);
+    for (int i = 0; i <= N; i++)
+        close(clients[i]);
+    ck_assert_int_eq(count_fds(), before);
+}
+END_TEST
+
+/* Real EMFILE on the multishot ACCEPT: it ends with the error, the accept
+ * future backs off (few re-arms, little CPU) and accepts once fds are
+ * free. */
+START_TEST(multishot_accept_emfile)
+{
+    struct fut_runtime *rt = rt_uring();
+    int port;
+    struct fut_io *l = listen_any(&port);
+    int ports[1];
+    int c = connect_tagged(port, 0);
+    ports[0] = local_port(c);
+    struct rlimit old;
+    static int fds[256];
+    struct free_later fl;
+    free_later_init(&fl, fds, use_up_fds(fds, &old));
+    ASSERT_EQ(fut_spawn(rt, &fl, sizeof fl, NULL), 0);
+    uintptr_t a0 = fut__load(&fut__uring_accept_arms, FUT__RELAXED);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    ck_assert_int_eq(accept_tagged(rt, l, ports, 1), 0);
+    getrusage(RUSAGE_SELF, &r1);
+    setrlimit(RLIMIT_NOFILE, &old);
+    uintptr_t arms = fut__load(&fut__uring_accept_arms, FUT__RELAXED) - a0;
+    long cpu_us = rusage_cpu_us(&r0, &r1);
+    fprintf(stderr, "io_uring: EMFILE: %lu ACCEPTs armed, %ld us CPU\n",
+            (unsigned long)arms, cpu_us);
+    ck_assert_msg(arms >= 2 && arms <= 12, "%lu ACCEPTs armed in 80 ms of "
+                  "EMFILE", (unsigned long)arms);
+    ck_assert_msg(cpu_us < 40000, "%ld us of CPU in 80 ms", cpu_us);
+    fut_io_close(l);
+    close(c);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 /* ------------------------------------- multishot ends, is re-armed */
 
 /* Reads exactly 'len' bytes into 'got' (a task). */
@@ -544,6 +749,11 @@ int main(void)
     tcase_add_test(tc, drop_read_then_data);
     tc = fut_test_tcase(s, "leaks");
     tcase_add_test(tc, drop_accepts_and_opens);
+    tc = fut_test_tcase(s, "accept");
+    tcase_add_test(tc, multishot_accept_serves);
+    tcase_add_test(tc, multishot_accept_paused);
+    tcase_add_test(tc, multishot_accept_moves);
+    tcase_add_test(tc, multishot_accept_emfile);
     tc = fut_test_tcase(s, "multishot");
     tcase_add_test(tc, multishot_rearm);
     tcase_add_test(tc, batched_submissions);

@@ -57,6 +57,33 @@ START_TEST(tcp_echo_roundtrips)
 }
 END_TEST
 
+/* accept gives the peer's address (127.0.0.1 and the client's own
+ * port), on either backend; 'peerlen' is an output, 0 on entry. */
+START_TEST(tcp_accept_peer_address)
+{
+    struct fut_runtime *rt = rt_make(0);
+    int port;
+    struct fut_io *l = listen_any(&port);
+    for (int i = 0; i < 3; i++) {
+        int c = connect_loopback(port);
+        struct fut_accept a;
+        fut_accept_init(&a, l);
+        ASSERT_EQ(fut_block_on(rt, &a.base), 0);
+        ASSERT_EQ(a.result, 0);
+        ck_assert_int_eq(a.peerlen, sizeof(struct sockaddr_in));
+        ck_assert_int_eq(a.peer.ss_family, AF_INET);
+        ck_assert_int_eq(fut_addr_port(&a.peer), local_port(c));
+        struct sockaddr_in *p = (struct sockaddr_in *)&a.peer;
+        ck_assert_int_eq(p->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+        fut_io_close(a.conn);
+        fut_drop(&a.base);
+        close(c);
+    }
+    fut_io_close(l);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 /* The echo path makes no epoll_ctl per operation: one ADD per fd that
  * ever waits, one DEL at close (syscall shim counters). */
 START_TEST(tcp_register_once)
@@ -399,53 +426,16 @@ END_TEST
 
 /* Real EMFILE: with every fd used, accept backs off (few accept calls,
  * little CPU) and recovers by itself once fds are freed. */
-struct free_later {
-    struct fut_future base;
-    struct fut_sleep s;
-    int *fds, n;
-};
-
-static int free_later_poll(struct fut_future *f, struct fut_context *cx)
-{
-    struct free_later *fl = (struct free_later *)f;
-    FUT_BEGIN(f);
-    fut_sleep_init(&fl->s, 80 * MS);
-    FUT_AWAIT(f, &fl->s);
-    for (int i = 0; i < fl->n; i++)
-        close(fl->fds[i]);
-    FUT_END(f);
-}
-FUT_ASYNC_VTABLE(free_later_vt, "free_later", free_later_poll, NULL);
-
 START_TEST(tcp_accept_emfile_real)
 {
     struct fut_runtime *rt = rt_make(0);
     int port;
     struct fut_io *l = listen_any(&port);
-    struct sockaddr_storage ss;
-    socklen_t len;
-    fut_addr_parse("127.0.0.1", port, &ss, &len);
-    int cfd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_EQ(connect(cfd, (struct sockaddr *)&ss, len), 0);
-    /* Use up every fd under a lowered limit. */
-    struct rlimit old, lim;
-    getrlimit(RLIMIT_NOFILE, &old);
-    lim = old;
-    lim.rlim_cur = 256;
-    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    int cfd = connect_loopback(port);
+    struct rlimit old;
     static int fds[256];
-    int n = 0;
-    for (;;) {
-        int d = dup(0);
-        if (d < 0)
-            break;
-        fds[n++] = d;
-    }
-    ck_assert(n > 0);
     struct free_later fl;
-    fut_future_init(&fl.base, &free_later_vt);
-    fl.fds = fds;
-    fl.n = n;
+    free_later_init(&fl, fds, use_up_fds(fds, &old));
     ASSERT_EQ(fut_spawn(rt, &fl, sizeof fl, NULL), 0);
     fut__sys_reset();
     fut__sys_count_calls(1);
@@ -461,10 +451,7 @@ START_TEST(tcp_accept_emfile_real)
     ASSERT_EQ(a.result, 0);
     ck_assert(a.backoffs >= 3);
     ck_assert_msg(calls <= a.backoffs + 2, "%ld accept calls", calls);
-    long cpu_us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) * 1000000 +
-                  (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) +
-                  (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000 +
-                  (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+    long cpu_us = rusage_cpu_us(&r0, &r1);
     ck_assert_msg(cpu_us < 40000, "%ld us of CPU in 80 ms", cpu_us);
     fut_io_close(a.conn);
     fut_drop(&a.base);
@@ -988,6 +975,7 @@ int main(void)
     TCase *tc = fut_test_tcase(s, "echo");
     tcase_add_test(tc, tcp_echo_roundtrips);
     tcase_add_test(tc, tcp_register_once);
+    tcase_add_test(tc, tcp_accept_peer_address);
     tc = fut_test_tcase(s, "connect");
     tcase_add_test(tc, tcp_connect_refused_and_timeout);
     tcase_add_test(tc, tcp_options);

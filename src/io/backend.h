@@ -190,6 +190,8 @@ extern struct fut__uring_faults *fut__uring_faults;
 extern fut__aword fut__uring_enters;
 /* Multishot recvs that ended with -ENOBUFS (the pool ran dry). */
 extern fut__aword fut__uring_nobufs;
+/* Multishot ACCEPTs armed (one SQE each). */
+extern fut__aword fut__uring_accept_arms;
 /* Sets fut__uring_faults from FUT_URING_FAULTS (uring_faults.c says the
  * syntax) unless a test set it; once per process. */
 void fut__uring_faults_from_env(void);

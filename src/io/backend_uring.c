@@ -21,8 +21,9 @@
  *          the pool) until the reader drains it;
  *   send   a SEND (MSG_NOSIGNAL) of a copy of the caller's bytes, at most
  *          COPY_MAX per op (writev: gathered into the copy);
- *   accept an ACCEPT (SOCK_NONBLOCK | SOCK_CLOEXEC) into the op's own
- *          address buffer.
+ *   accept a multishot ACCEPT (SOCK_NONBLOCK | SOCK_CLOEXEC) per
+ *          listener: connections queue on the fd until an accept takes
+ *          them, ACCEPT_MAX of them pause it (rules at uring_accept).
  * What has no op here (pipes, datagram sockets, signalfd, ttys, connect,
  * recv with flags) takes the reactor's readiness step (fut__io_do), with
  * readiness from a multishot POLL_ADD (watch) instead of epoll.
@@ -34,8 +35,9 @@
  *   - a dropped read leaves its op in flight on the fd: the next reader
  *     adopts it, and bytes that came meanwhile are on the fd's queue: no
  *     byte is lost (reads stay cancel-safe);
- *   - a dropped accept is adopted the same way (the connection waits for
- *     the next accept, or is closed with the listener);
+ *   - a dropped accept leaves the multishot ACCEPT armed: the connection
+ *     waits on the listener's queue for the next accept, or is closed
+ *     with the listener;
  *   - a dropped write is cancelled (ASYNC_CANCEL): its copy may still go
  *     out, wholly or in part, if the kernel sent it before the cancel (on
  *     io_uring, write is not cancel-safe; docs/io.md says so);
@@ -318,45 +320,113 @@ static void on_recv_ms(struct fut__backend *b, struct uop *u,
     retire(b, u);
 }
 
+/* Whether 'res' says "nothing happened, try again" (not a broken
+ * connection). */
+static int nothing(long res)
+{
+    return res == -EAGAIN || res == -ECANCELED || res == -ENOBUFS ||
+           res == -EINTR;
+}
+
 /* ------------------------------------------------------------ accept */
+
+/* A listener runs one multishot ACCEPT (f->ms) while it is armed:
+ *   - each connection the kernel accepts is queued on f->aq, whether or
+ *     not an accept future waits (a dropped accept loses nothing: the
+ *     connection waits for the next one); an accept future takes the
+ *     oldest, the peer's address from getpeername (the op has one address
+ *     buffer for all its CQEs, so it is given none);
+ *   - ACCEPT_MAX queued fds pause it (ASYNC_CANCEL): the rest wait in the
+ *     kernel's backlog, and the accept that finds the queue empty arms it
+ *     again. CQEs that come after the cancel are queued too (the queue
+ *     grows);
+ *   - an error ends the kernel's multishot (no IORING_CQE_F_MORE): it is
+ *     kept in f->end and given once, to the accept that finds the queue
+ *     empty, and the next accept arms again (EMFILE backs off first:
+ *     net/tcp.c). An injected error on a CQE that brought a connection
+ *     closes that connection and is given the same way; the multishot
+ *     goes on;
+ *   - a connection that completes for nobody (the listener closed or
+ *     freed) is closed at its CQE; the queued ones with the listener. */
+static int arm_accept(struct fut__backend *b, struct fut__io *io,
+                      struct ufd *f)
+{
+    struct uop *u = fut__ur_uop_new(b, io, U_ACCEPT);
+    if (!u)
+        return FUT_ENOMEM;
+    struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
+    io_uring_prep_multishot_accept(s, io->fd, NULL, NULL,
+                                   SOCK_NONBLOCK | SOCK_CLOEXEC);
+    fut__ur_sqe_op(b, s, u);
+    f->ms = u;
+    fut__fetch_add(&fut__uring_accept_arms, 1, FUT__RELAXED);
+    return 0;
+}
 
 static int uring_accept(struct fut__backend *b, struct fut__io *io,
                         struct ufd *f, const struct fut__op *op,
                         struct fut_context *cx, long *res)
 {
-    struct uop *u = f->rd;
-    if (u && u->done) {
+    if ((f->aq && f->aq->n) || f->end != 1) {
         if (!fut_coop_proceed(cx))
             return FUT_PENDING;
-        f->rd = NULL;
-        *res = u->res;
-        if (u->res >= 0 && op->addr) {
-            socklen_t n = u->alen < *op->alen ? u->alen : *op->alen;
-            memcpy(op->addr, u->addr, n);
-            *op->alen = u->alen;
-        }
-        fut__ur_uop_free(b, u);
-        return FUT_READY;
-    }
-    if (!u) {
-        u = fut__ur_uop_new(b, io, U_ACCEPT);
-        if (u && !(u->addr = fut__alloc(sizeof *u->addr))) {
-            fut__ur_uop_free(b, u);
-            u = NULL;
-        }
-        if (!u) {
-            *res = FUT_ENOMEM;
+        int fd = fut__ur_aq_pop(f);
+        if (fd < 0) {
+            *res = f->end;
+            f->end = 1;
             return FUT_READY;
         }
-        u->alen = sizeof *u->addr;
-        struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
-        io_uring_prep_accept(s, io->fd, (struct sockaddr *)u->addr,
-                             &u->alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        fut__ur_sqe_op(b, s, u);
-        f->rd = u;
+        if (op->addr) {
+            *op->alen = sizeof(struct sockaddr_storage);
+            if (getpeername(fd, op->addr, op->alen) < 0)
+                *op->alen = 0; /* reset already (ENOTCONN): no address;
+                                  the connection's reads will say so */
+        }
+        *res = fd;
+        return FUT_READY;
+    }
+    if (!f->ms) {
+        int r = arm_accept(b, io, f);
+        if (r < 0) {
+            *res = r;
+            return FUT_READY;
+        }
     }
     park(f, FUT__DIR_READ, cx);
     return FUT_PENDING;
+}
+
+/* A CQE of a multishot ACCEPT: 'res' after the fault hook. */
+static void on_accept(struct fut__backend *b, struct uop *u,
+                      const struct io_uring_cqe *cqe, long res, int more)
+{
+    struct fut__io *io = u->io;
+    struct ufd *f = u->f;
+    if (cqe->res < 0 && res >= 0)
+        res = cqe->res; /* a fault cannot invent a connection */
+    if (cqe->res >= 0) {
+        int fd = cqe->res;
+        if (!io || res < 0) { /* for nobody, or a fault broke it */
+            fut__sys_close(fd);
+        } else if (fut__ur_aq_push(f, fd) < 0) {
+            fut__sys_close(fd);
+            res = FUT_ENOMEM;
+        } else if (more && f->aq->n >= ACCEPT_MAX && !u->ended) {
+            fut__ur_cancel_op(b, u); /* paused; armed again when empty */
+            u->ended = 1;
+        }
+    }
+    if (io && res < 0 && !nothing(res) && f->end == 1)
+        f->end = res;
+    if (!more) {
+        b->inflight--;
+        if (io && f->ms == u)
+            f->ms = NULL;
+    }
+    if (io)
+        wake(f, FUT__DIR_READ);
+    if (!more)
+        retire(b, u);
 }
 
 /* ------------------------------------------------------------- writes */
@@ -460,8 +530,7 @@ static int uring_op(struct fut__backend *b, struct fut__io *io,
     check_thread(b);
     if (!native(io, op))
         return fut__io_do(b, io, op, cx, res);
-    if (FUT_UNLIKELY(io->spill != NULL || io->has_spill_fd) &&
-        fut__op_dir(op) == FUT__DIR_READ)
+    if (FUT_UNLIKELY(io->spill != NULL) && fut__op_dir(op) == FUT__DIR_READ)
         return fut__io_do(b, io, op, cx, res); /* the spill, first */
     struct ufd *f = ufd_load(io);
     if (FUT_UNLIKELY(!f || !io->drv)) {
@@ -684,17 +753,16 @@ static void detach_drain(struct fut__backend *b, struct fut__io *io,
     struct uop *u = f->rd;
     if (!err && u && u->kind == U_RECV && u->done && u->res > 0)
         fut__io_spill(io, u->buf + u->off, u->len - u->off);
-    if (u && u->kind == U_ACCEPT && u->done && u->res >= 0 &&
-        !io->has_spill_fd) {
-        io->spill_fd = (int)u->res; /* the connection waits for the next
-                                       accept, on any runtime */
-        io->has_spill_fd = 1;
-        u->res = -1;
-    }
+    /* A listener's queued connections wait for the next accept, on any
+     * runtime (the spill holds them as ints). */
+    int fd;
+    while ((fd = fut__ur_aq_pop(f)) >= 0)
+        if (fut__io_spill_fd(io, fd) < 0)
+            fut__sys_close(fd);
 }
 
 /* 'io' is being freed (or detached, see detach_drain): detach every op
- * (they retire on their CQEs), close an accepted fd nobody took, hand
+ * (they retire on their CQEs), close the accepted fds nobody took, hand
  * queued buffers back. */
 static void forget_here(struct fut__backend *b, struct fut__io *io,
                         struct ufd *f, int detach)
@@ -708,16 +776,16 @@ static void forget_here(struct fut__backend *b, struct fut__io *io,
         struct uop *u = ops[i];
         if (!u)
             continue;
-        if (u->done) {
-            if (u->kind == U_ACCEPT && u->res >= 0)
-                fut__sys_close((int)u->res);
+        if (u->done)
             retire(b, u);
-        } else {
+        else
             u->io = NULL;
-        }
     }
     while (f->head)
         fut__ur_chunk_pop(b, f);
+    int fd;
+    while ((fd = fut__ur_aq_pop(f)) >= 0)
+        fut__sys_close(fd);
     unpark(f, FUT__DIR_READ);
     unpark(f, FUT__DIR_WRITE);
     f->dead = 1;
@@ -752,14 +820,6 @@ static int uring_forget(struct fut__backend *b, struct fut__io *io,
 static struct fut__uring_faults *faults(void)
 {
     return fut__uring_faults;
-}
-
-/* Whether 'res' says "nothing happened, try again" (not a broken
- * connection). */
-static int nothing(long res)
-{
-    return res == -EAGAIN || res == -ECANCELED || res == -ENOBUFS ||
-           res == -EINTR;
 }
 
 /* Applies the fault hook to a CQE whose kernel result is 'real'. A fault
@@ -823,17 +883,15 @@ static void on_op_cqe(struct fut__backend *b, struct uop *u,
     case U_RECV_MS:
         on_recv_ms(b, u, cqe, res);
         return;
+    case U_ACCEPT:
+        on_accept(b, u, cqe, res, more);
+        return;
     default:
         break;
     }
     b->inflight--;
-    if (u->kind == U_ACCEPT && res >= 0 && cqe->res < 0)
-        res = cqe->res; /* a fault cannot invent a connection */
-    if (u->kind == U_ACCEPT && cqe->res >= 0 && res < 0)
-        fut__sys_close(cqe->res); /* a fault broke a real one */
     if (res == -EAGAIN || res == -EINTR ||
-        (u->io && (res == -ECANCELED ||
-                   (res == -ENOBUFS && u->kind != U_ACCEPT)))) {
+        (u->io && (res == -ECANCELED || res == -ENOBUFS))) {
         /* Not an answer (a fault, a kernel that gave up, a cancel we did
          * not ask for: ours come after the op was orphaned or its fd
          * forgotten): the op is redone by the next poll. */
@@ -851,8 +909,6 @@ static void on_op_cqe(struct fut__backend *b, struct uop *u,
         return;
     }
     if (!u->io) { /* orphaned or forgotten: retire */
-        if (u->kind == U_ACCEPT && res >= 0)
-            fut__sys_close((int)res);
         retire(b, u);
         return;
     }

@@ -219,10 +219,10 @@ struct fut__io {
     int watched;                 /* the backend's watch ran (under lock) */
     char *spill;                 /* bytes a completion backend received
                                     and nobody read when it let the fd go
-                                    (detach): every read takes them first */
+                                    (detach): every read takes them first;
+                                    a listener's: the fds it accepted, as
+                                    ints (closed with the io) */
     size_t spill_len, spill_off;
-    int spill_fd;                /* a listener's accepted fd, likewise */
-    int has_spill_fd;
     void *bstate[3];             /* the backend's per-fd state (its file
                                     says what; the polling thread) */
     struct fut_io h, hr, hw;     /* the full handle and the two halves */
@@ -248,6 +248,9 @@ int fut__io_attach(struct fut__io *io);
 /* Keeps 'n' bytes at 'p' as the fd's spill (copied; appended to what
  * is there). Returns 0 or FUT_ENOMEM. */
 int fut__io_spill(struct fut__io *io, const char *p, size_t n);
+/* Keeps accepted 'fd' in listener io's spill (the next accept takes it,
+ * fut__io_free closes it). Returns 0 or FUT_ENOMEM. */
+int fut__io_spill_fd(struct fut__io *io, int fd);
 /* Copies up to 'len' spilled bytes to 'buf' (consuming them unless
  * 'peek'); returns the count (0: none spilled). */
 size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek);

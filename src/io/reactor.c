@@ -251,10 +251,13 @@ void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
 
 void fut__io_free(struct fut__io *io)
 {
+    if (io->spill && io->kind == FUT__IO_LISTEN) {
+        int fd;
+        while (fut__io_unspill(io, &fd, sizeof fd, 0) == sizeof fd)
+            fut__sys_close(fd); /* connections nobody accepted */
+    }
     if (io->spill)
         fut__free(io->spill, io->spill_len);
-    if (io->has_spill_fd)
-        fut__sys_close(io->spill_fd);
     fut__mutex_destroy(&io->lock);
     fut__free(io, sizeof *io);
 }
@@ -459,6 +462,11 @@ static long op_syscall(int fd, const struct fut__op *op)
 
 /* ------------------------------------------------------------- spill */
 
+int fut__io_spill_fd(struct fut__io *io, int fd)
+{
+    return fut__io_spill(io, (const char *)&fd, sizeof fd);
+}
+
 int fut__io_spill(struct fut__io *io, const char *p, size_t n)
 {
     size_t have = io->spill ? io->spill_len - io->spill_off : 0;
@@ -497,12 +505,15 @@ size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek)
 static int take_spill(struct fut__io *io, const struct fut__op *op,
                       long *res)
 {
-    if (op->kind == FUT__OP_ACCEPT && io->has_spill_fd) {
-        io->has_spill_fd = 0;
-        *res = io->spill_fd;
-        if (op->addr &&
-            getpeername(io->spill_fd, op->addr, op->alen) < 0)
-            *op->alen = 0;
+    int fd;
+    if (op->kind == FUT__OP_ACCEPT && io->kind == FUT__IO_LISTEN &&
+        fut__io_unspill(io, &fd, sizeof fd, 0) == sizeof fd) {
+        *res = fd;
+        if (op->addr) {
+            *op->alen = sizeof(struct sockaddr_storage);
+            if (getpeername(fd, op->addr, op->alen) < 0)
+                *op->alen = 0;
+        }
         return 1;
     }
     if (!io->spill || (op->kind != FUT__OP_READ && op->kind != FUT__OP_RECV))
@@ -518,8 +529,7 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
                const struct fut__op *op, struct fut_context *cx, long *res)
 {
     (void)b;
-    if (FUT_UNLIKELY(io->spill != NULL || io->has_spill_fd) &&
-        take_spill(io, op, res))
+    if (FUT_UNLIKELY(io->spill != NULL) && take_spill(io, op, res))
         return FUT_READY;
     unsigned dir = fut__op_dir(op);
     size_t want = op->want;

@@ -28,6 +28,8 @@
 #define SOLO_MAX 16384     /* bytes of a single-shot recv's own buffer */
 #define QUEUE_MAX (8 * BUF_SIZE) /* queued bytes that pause a multishot */
 #define SMALL_BUF 2048     /* op buffers up to this come from a free list */
+#define ACCEPT_MAX 32      /* accepted fds queued that pause a multishot
+                              ACCEPT (the rest wait in the backlog) */
 
 /* user_data of CQEs that are not ops. */
 #define UD_WAKE 1u   /* the wake eventfd's multishot poll */
@@ -38,6 +40,7 @@ static inline void count_enter(void)
     fut__fetch_add(&fut__uring_enters, 1, FUT__RELAXED);
 }
 
+/* U_ACCEPT is a multishot ACCEPT (a listener's, while armed: f->ms). */
 enum ukind { U_RECV_MS, U_RECV, U_SEND, U_ACCEPT, U_POLL };
 
 /* A request in a ring's inbox (shared rings: another thread asks the
@@ -67,8 +70,6 @@ struct uop {
     size_t len, off;       /* RECV: bytes received / copied out */
     char *buf;             /* RECV, SEND: our buffer (fut__alloc) */
     size_t cap;
-    struct sockaddr_storage *addr; /* ACCEPT: the peer (fut__alloc) */
-    socklen_t alen;
     /* Shared rings, under f's lock: an op prepared by another thread
      * waits in the owner's inbox ('req') with its SQE in 'sqe'. */
     uint8_t issued;        /* in the owner's SQ (or sent) */
@@ -86,15 +87,23 @@ struct chunk {
     uint32_t len, off;
 };
 
+/* A listener's accepted fds, oldest first (a ring of 'cap'). */
+struct acceptq {
+    unsigned head, n, cap;
+    int fd[];
+};
+
 /* The backend's state of one fd (io->bstate[0]). */
 struct ufd {
-    struct uop *rd;        /* RECV or ACCEPT: in flight or done */
-    struct uop *ms;        /* the multishot RECV while armed */
+    struct uop *rd;        /* the single-shot RECV: in flight or done */
+    struct uop *ms;        /* the multishot RECV or ACCEPT while armed */
     struct uop *wr;        /* SEND of the current writer */
     struct uop *poll;      /* the watch's multishot POLL_ADD */
     struct chunk *head, *tail;
     size_t queued;         /* bytes on the queue */
-    long end;              /* 1: not ended; 0: EOF; < 0: error (once) */
+    struct acceptq *aq;    /* a listener's fds accepted for nobody yet */
+    long end;              /* 1: not ended; 0: EOF; < 0: error (once;
+                              a listener's after the fds queued first) */
     int nobufs;            /* the multishot ran dry: next arm is solo */
     struct fut_waker rw, ww; /* the native reader's and writer's wakers
                               (under 'lock' on a shared ring; readiness
@@ -243,6 +252,10 @@ void fut__ur_buf_return(struct fut__backend *b, uint16_t bid);
 void fut__ur_chunk_push(struct fut__backend *b, struct ufd *f, uint16_t bid,
                         uint32_t len);
 void fut__ur_chunk_pop(struct fut__backend *b, struct ufd *f);
+/* Queues accepted 'fd' on listener 'f' (0, or FUT_ENOMEM: not queued) /
+ * takes the oldest (-1: none). Under f's lock. */
+int fut__ur_aq_push(struct ufd *f, int fd);
+int fut__ur_aq_pop(struct ufd *f);
 /* Sets up the provided-buffer ring: 0 or a negative error. */
 int fut__ur_setup_bufs(struct fut__backend *b);
 /* Lifts R_DISABLED: the calling thread becomes the ring's issuer. */

@@ -12,6 +12,7 @@
 
 fut__aword fut__uring_enters;
 fut__aword fut__uring_nobufs;
+fut__aword fut__uring_accept_arms;
 _Thread_local struct fut__backend *fut__ur_here;
 
 /* ------------------------------------------------------------- probe */
@@ -149,8 +150,6 @@ struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
     u->res = 0;
     u->len = u->off = u->cap = 0;
     u->buf = NULL;
-    u->addr = NULL;
-    u->alen = 0;
     u->issued = u->posted = u->want_cancel = u->zombie = 0;
     u->req.type = REQ_OP;
     return u;
@@ -170,15 +169,12 @@ void fut__ur_uop_free(struct fut__backend *b, struct uop *u)
 {
     if (u->buf)
         buf_free(b, u->buf, u->cap);
-    if (u->addr)
-        fut__free(u->addr, sizeof *u->addr);
     if (u->f)
         u->f->nops--;
     if (u->sqe)
         fut__free(u->sqe, sizeof *u->sqe);
     u->sqe = NULL;
     u->buf = NULL;
-    u->addr = NULL;
     u->f = NULL;
     if (!ur_mine(b)) {
         fut__free(u, sizeof *u);
@@ -234,8 +230,43 @@ struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io)
     return f;
 }
 
+int fut__ur_aq_push(struct ufd *f, int fd)
+{
+    struct acceptq *q = f->aq;
+    if (!q || q->n == q->cap) { /* grows past ACCEPT_MAX: CQEs that come
+                                   after the pause's cancel */
+        unsigned cap = q ? q->cap * 2 : ACCEPT_MAX;
+        struct acceptq *nq = fut__alloc(sizeof *nq + cap * sizeof(int));
+        if (!nq)
+            return FUT_ENOMEM;
+        nq->head = 0;
+        nq->n = 0;
+        nq->cap = cap;
+        for (; q && q->n; q->n--, q->head = (q->head + 1) % q->cap)
+            nq->fd[nq->n++] = q->fd[q->head];
+        if (q)
+            fut__free(q, sizeof *q + q->cap * sizeof(int));
+        f->aq = q = nq;
+    }
+    q->fd[(q->head + q->n++) % q->cap] = fd;
+    return 0;
+}
+
+int fut__ur_aq_pop(struct ufd *f)
+{
+    struct acceptq *q = f->aq;
+    if (!q || q->n == 0)
+        return -1;
+    int fd = q->fd[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return fd;
+}
+
 void fut__ur_ufd_free(struct ufd *f)
 {
+    if (f->aq)
+        fut__free(f->aq, sizeof *f->aq + f->aq->cap * sizeof(int));
     if (f->shared) {
         fut__mutex_destroy(&ufd_mt(f)->lock);
         fut__free(f, sizeof(struct ufd_mt));
