@@ -731,6 +731,81 @@ START_TEST(batched_submissions)
 }
 END_TEST
 
+/* ------------------------------------------------------------- probe */
+
+static void probe_old_kernel(int kind, long *res)
+{
+    if (kind == 0) /* U_RECV_MS: what a kernel before 6.0 answers */
+        *res = -EINVAL;
+}
+
+/* AUTO picks io_uring only when the kernel has what the backend uses: a
+ * kernel whose multishot RECV fails (played by the fault hook on the
+ * probe's CQE) gets epoll under AUTO, a clear FUT_ENOSYS when io_uring was
+ * asked for, and the answer is kept; the probe leaves no fd behind. */
+START_TEST(probe_needs_multishot_recv)
+{
+    unsetenv("FUT_IO_BACKEND"); /* the .uring variants' override */
+    const char *why = NULL;
+    int before = count_fds();
+    fut__uring_probe_forget();
+    ck_assert_int_eq(fut__uring_probe(&why), 0);
+    ck_assert_int_eq(count_fds(), before);
+
+    static struct fut__uring_faults fx = {probe_old_kernel, NULL, NULL};
+    fut__uring_faults = &fx;
+    fut__uring_probe_forget();
+    ck_assert_int_eq(fut__uring_probe(&why), FUT_ENOSYS);
+    ck_assert_msg(strstr(why, "multishot RECV"), "why: %s", why);
+    ck_assert_int_eq(count_fds(), before);
+
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    struct fut_runtime *rt = NULL;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), 0); /* AUTO */
+    ck_assert_str_eq(fut_runtime_backend(rt), "epoll");
+    ck_assert(strstr(fut_io_backend_error(), "multishot RECV"));
+    fut_runtime_free(rt);
+    cfg.io_backend = FUT_IO_URING;
+    rt = NULL;
+    ck_assert_int_eq(fut_runtime_new(&cfg, &rt), FUT_ENOSYS);
+    ck_assert_ptr_null(rt);
+    ck_assert(strstr(fut_io_backend_error(), "multishot RECV"));
+
+    /* Kept: the kernel's answer does not change with the hook gone. */
+    fut__uring_faults = NULL;
+    ck_assert_int_eq(fut__uring_probe(&why), FUT_ENOSYS);
+    fut__uring_probe_forget();
+    ck_assert_int_eq(fut__uring_probe(&why), 0);
+    rt = rt_uring();
+    fut_runtime_free(rt);
+}
+END_TEST
+
+/* Running out of fds is not the kernel's answer: it is not kept, and the
+ * next runtime probes again and gets io_uring. */
+START_TEST(probe_emfile_not_kept)
+{
+    unsetenv("FUT_IO_BACKEND");
+    fut__uring_probe_forget();
+    int fds[256];
+    struct rlimit old;
+    int n = use_up_fds(fds, &old);
+    const char *why = NULL;
+    ck_assert_int_eq(fut__uring_probe(&why), -EMFILE);
+    ck_assert_msg(strstr(why, "EMFILE"), "why: %s", why);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    struct fut_runtime *rt = NULL;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), 0); /* AUTO */
+    ck_assert_str_eq(fut_runtime_backend(rt), "io_uring");
+    fut_runtime_free(rt);
+}
+END_TEST
+
 int main(void)
 {
     struct fut_rt_config cfg;
@@ -757,6 +832,9 @@ int main(void)
     tc = fut_test_tcase(s, "multishot");
     tcase_add_test(tc, multishot_rearm);
     tcase_add_test(tc, batched_submissions);
+    tc = fut_test_tcase(s, "probe");
+    tcase_add_test(tc, probe_needs_multishot_recv);
+    tcase_add_test(tc, probe_emfile_not_kept);
     tc = fut_test_tcase(s, "faults");
     tcase_add_test(tc, faults_break_only_their_connection);
     tcase_add_test(tc, benign_faults_lose_nothing);

@@ -27,12 +27,14 @@ enum fut_rt_flavor {
  * variable FUT_IO_BACKEND=auto|epoll|io_uring overrides the config. */
 enum fut_io_backend_kind {
     FUT_IO_AUTO = 0,  /* io_uring when it can be had (a build with
-                         liburing, a kernel that allows it, not under
-                         valgrind; multi-thread: a ring per worker), else
-                         epoll */
+                         liburing, a kernel that allows it and has
+                         multishot RECV from a buffer ring (6.0), not
+                         under valgrind; multi-thread: a ring per
+                         worker), else epoll */
     FUT_IO_EPOLL = 1, /* readiness: epoll, edge-triggered */
     FUT_IO_URING = 2  /* completion: io_uring; fut_runtime_new fails with
-                         FUT_ENOSYS / FUT_EPERM (fut_io_backend_error
+                         FUT_ENOSYS / FUT_EPERM (or -EMFILE, FUT_ENOMEM
+                         when fds or memory run out; fut_io_backend_error
                          says why) when it cannot be had */
 };
 

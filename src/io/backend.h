@@ -149,9 +149,14 @@ extern const struct fut__backend_vt fut__backend_epoll;
 #ifdef FUT_HAVE_URING
 extern const struct fut__backend_vt fut__backend_uring;
 /* Probes io_uring: 0 when a ring with the features backend_uring.c uses
- * can be set up here, else the error (-ENOSYS, -EPERM, ...) with a
- * static sentence naming the likely cause in '*why'. */
+ * can be set up here (the opcodes, and a multishot RECV from a buffer ring
+ * tried on a socketpair), else the error (-ENOSYS, -EPERM, ...) with a
+ * static sentence naming the likely cause in '*why'. The answer is kept
+ * for the process when it is the kernel's (not a lack of fds or memory).
+ * Any thread. */
 int fut__uring_probe(const char **why);
+/* Tests: forgets the kept answer, so that the next probe runs again. */
+void fut__uring_probe_forget(void);
 
 /* A multi-thread runtime's rings (driver.c): links 'n' rings made by
  * create into one set, ring i being worker i's (locks, inboxes). Returns
