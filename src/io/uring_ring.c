@@ -104,6 +104,17 @@ static int probe_opcodes(struct io_uring *ring)
     return r;
 }
 
+/* Lifts a ring's R_DISABLED; 0, or -errno (EINVAL: a COOP_TASKRUN
+ * ring, which was never disabled). The register call itself: liburing 2.3
+ * declares io_uring_enable_rings but its library does not export it. */
+static int ring_enable_raw(struct io_uring *ring)
+{
+    if (syscall(__NR_io_uring_register, ring->ring_fd,
+                IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+        return -errno;
+    return 0;
+}
+
 #define PROBE_GROUP 0
 
 /* What the opcode list does not show, tried for real: a provided-buffer
@@ -134,8 +145,10 @@ static int probe_recv_multishot(struct io_uring *ring, char *page,
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
                    sv) < 0)
         return -errno;
-    int r = -errno;
-    if (write(sv[1], "x", 1) == 1) {
+    int r;
+    if (write(sv[1], "x", 1) != 1) {
+        r = -errno; /* a fresh socketpair's first byte: not expected */
+    } else {
         struct io_uring_sqe *s = io_uring_get_sqe(ring);
         io_uring_prep_recv_multishot(s, sv[0], NULL, 0, 0);
         s->flags |= IOSQE_BUFFER_SELECT;
@@ -181,9 +194,7 @@ static int probe_run(const char **why)
         *why = why_of(r);
         return r;
     }
-    /* Lift R_DISABLED (EINVAL: a COOP_TASKRUN ring was not disabled). */
-    (void)syscall(__NR_io_uring_register, ring.ring_fd,
-                  IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+    (void)ring_enable_raw(&ring); /* the probe's thread is its issuer */
     r = probe_opcodes(&ring);
     if (r != 0)
         *why = why_of(r);
@@ -209,23 +220,19 @@ static const char *probe_why;   /* under probe_mu */
 int fut__uring_probe(const char **why)
 {
     pthread_mutex_lock(&probe_mu);
+    int r = probe_err;
+    const char *w = probe_why;
     if (!probe_known) {
-        const char *w = NULL;
-        int r = probe_run(&w);
+        r = probe_run(&w);
         if (r == 0 || r == -ENOSYS || r == -EPERM || r == -EINVAL) {
             probe_known = 1;
             probe_err = r;
             probe_why = w;
         }
-        pthread_mutex_unlock(&probe_mu);
-        if (r)
-            *why = w;
-        return r;
     }
-    int r = probe_err;
-    if (r)
-        *why = probe_why;
     pthread_mutex_unlock(&probe_mu);
+    if (r)
+        *why = w;
     return r;
 }
 
@@ -477,11 +484,8 @@ void fut__ur_ring_enable(struct fut__backend *b)
         return;
     b->enabled = 1;
     b->owner = (pid_t)syscall(SYS_gettid);
-    /* The register call itself: liburing 2.3 declares
-     * io_uring_enable_rings but its library does not export it. */
-    if (syscall(__NR_io_uring_register, b->ring.ring_fd,
-                IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0 &&
-        errno != EINVAL)
+    int r = ring_enable_raw(&b->ring);
+    if (r < 0 && r != -EINVAL)
         FUT_MISUSE("io_uring: enabling the ring failed");
     io_uring_register_ring_fd(&b->ring); /* best effort (5.18) */
 }
