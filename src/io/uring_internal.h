@@ -1,15 +1,19 @@
-/* The io_uring backend's private state, shared by its two files:
+/* The io_uring backend's private state, shared by its three files:
  *   uring_ring.c      the ring's plumbing: the probe, the op and buffer
  *                     pools, the provided-buffer ring, taking and
  *                     submitting SQEs, the inbox (calls nothing above it);
- *   backend_uring.c   the operations, completions, wait and the table
- *                     (its head comment has the rules, threads included).
+ *   uring_stream.c    the native ops on stream sockets: recv, accept,
+ *                     send and their CQEs;
+ *   backend_uring.c   the table, watch, the CQE dispatch, wait, the
+ *                     inbox's requests and the ring's life (its head
+ *                     comment has the rules, threads included).
  * A ring is touched only by its owner thread; what another thread needs
  * from it goes through its inbox (backend_uring.c's rules).
  */
 #ifndef FUT_IO_URING_INTERNAL_H
 #define FUT_IO_URING_INTERNAL_H
 
+#include <errno.h>
 #include <liburing.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -229,6 +233,39 @@ static inline void check_thread(struct fut__backend *b)
 #else
 #define check_thread(b) ((void)0)
 #endif
+
+/* Whether 'res' says "nothing happened, try again" (not a broken
+ * connection). */
+static inline int ur_nothing(long res)
+{
+    return res == -EAGAIN || res == -ECANCELED || res == -ENOBUFS ||
+           res == -EINTR;
+}
+
+/* ---------------------------------------------- backend_uring.c */
+
+/* Frees 'u' after its last CQE; one posted to the inbox (a cancel asked
+ * by another thread) is freed there instead. Under f's lock. */
+void fut__ur_retire(struct fut__backend *b, struct uop *u);
+
+/* ---------------------------------------------- uring_stream.c */
+
+/* The native ops (the backend's 'op' on a stream or listening socket),
+ * under f's lock: FUT_READY with '*res' set, or FUT_PENDING (cx's waker
+ * parked on f). */
+int fut__ur_recv(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                 const struct fut__op *op, struct fut_context *cx, long *res);
+int fut__ur_accept(struct fut__backend *b, struct fut__io *io,
+                   struct ufd *f, const struct fut__op *op,
+                   struct fut_context *cx, long *res);
+int fut__ur_send(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                 const struct fut__op *op, struct fut_context *cx, long *res);
+/* A CQE of a multishot RECV / ACCEPT ('res': after the fault hook), on
+ * the ring's owner under f's lock. */
+void fut__ur_on_recv_ms(struct fut__backend *b, struct uop *u,
+                        const struct io_uring_cqe *cqe, long res);
+void fut__ur_on_accept(struct fut__backend *b, struct uop *u,
+                       const struct io_uring_cqe *cqe, long res, int more);
 
 /* ------------------------------------------------ uring_ring.c */
 
