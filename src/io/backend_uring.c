@@ -86,16 +86,6 @@
 #include "io/uring_internal.h"
 #include "platform/sys.h"
 
-void fut__ur_retire(struct fut__backend *b, struct uop *u)
-{
-    if (u->posted) {
-        u->zombie = 1;
-        u->io = NULL;
-        return;
-    }
-    fut__ur_uop_free(b, u);
-}
-
 /* The ring an fd first used here goes to: the calling thread's own when
  * it is a worker of this ring's set, else the set's first ring. */
 static struct fut__backend *home_for(struct fut__backend *b)

@@ -242,12 +242,6 @@ static inline int ur_nothing(long res)
            res == -EINTR;
 }
 
-/* ---------------------------------------------- backend_uring.c */
-
-/* Frees 'u' after its last CQE; one posted to the inbox (a cancel asked
- * by another thread) is freed there instead. Under f's lock. */
-void fut__ur_retire(struct fut__backend *b, struct uop *u);
-
 /* ---------------------------------------------- uring_stream.c */
 
 /* The native ops (the backend's 'op' on a stream or listening socket),
@@ -276,6 +270,9 @@ struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
 /* Returns 'u' and its buffers to the free lists (not counted any more in
  * its f->nops: the caller frees f when that made it 0 and f is dead). */
 void fut__ur_uop_free(struct fut__backend *b, struct uop *u);
+/* Frees 'u' after its last CQE; one posted to the inbox (a cancel asked
+ * by another thread) is freed there instead. Under f's lock. */
+void fut__ur_retire(struct fut__backend *b, struct uop *u);
 /* Gives 'u' a buffer of at least 'cap' bytes: 0 or FUT_ENOMEM. */
 int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap);
 /* The backend state of 'io', made on first use with owner 'b' (io's

@@ -305,6 +305,16 @@ void fut__ur_uop_free(struct fut__backend *b, struct uop *u)
     b->free_ops = u;
 }
 
+void fut__ur_retire(struct fut__backend *b, struct uop *u)
+{
+    if (u->posted) {
+        u->zombie = 1;
+        u->io = NULL;
+        return;
+    }
+    fut__ur_uop_free(b, u);
+}
+
 int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
 {
     if (cap <= SMALL_BUF) {
