@@ -49,12 +49,17 @@
 #          by the build: 'fut.pc').
 #   code   inside `backticks`, a lower-case C identifier with a '_' in it
 #          ('op_read', 'park_worker()'), not a fut_ name (above), not part
-#          of a path or of 'a::b': it must occur as a whole word in the
-#          code files (as names do). This keeps the walks through static
-#          functions honest.
+#          of a path, of 'a::b' or of a Rust macro 'a!': it must occur as
+#          a whole word in the code files (as names do), or be the tail of
+#          a public fut_ name (the short form 'try_lock' of
+#          fut_mutex_try_lock; not of an internal fut__ one). This keeps
+#          the walks through static functions honest.
+# Comments of .c/.h/.S files do not count as code for names and
+# identifiers: a name only a comment mentions is not defined.
 # A doc may name something that is deliberately not in the tree (the
-# reader's own hello.c): a line holding 'check-docs: skip WORD...' (in an
-# HTML comment in markdown) exempts those words in that file.
+# reader's own hello.c, Tokio's functions): a line holding
+# 'check-docs: skip WORD... (why)' (in an HTML comment in markdown)
+# exempts those words, up to the '(', in that file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python3 - "$(pwd)" <<'PY'
@@ -85,6 +90,7 @@ basenames = set(os.path.basename(p) for p in all_files)
 name_re = re.compile(r'(?<![A-Za-z0-9_/.])(?:fut_|FUT_)[A-Za-z0-9_]*')
 code_names = set()
 code_ids = set()
+comment_re = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 for p in all_files:
     top = p.split(os.sep, 1)[0]
     if p.endswith('.md') or p == os.path.join('scripts', 'check-docs.sh'):
@@ -94,10 +100,13 @@ for p in all_files:
             with open(os.path.join(root, p), encoding='utf-8',
                       errors='replace') as fh:
                 text = fh.read()
-                # '\nfut_x' in a C string is a word too.
-                code_names.update(re.findall(
-                    r'(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))(?:fut_|FUT_)\w*', text))
-                code_ids.update(re.findall(r'\w+', text))
+            if p.endswith(('.c', '.h', '.cpp', '.S')):
+                # A name only a comment mentions is not in the code.
+                text = comment_re.sub(' ', text)
+            # '\nfut_x' in a C string is a word too.
+            code_names.update(re.findall(
+                r'(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))(?:fut_|FUT_)\w*', text))
+            code_ids.update(re.findall(r'\w+', text))
         except OSError:
             pass
 
@@ -119,7 +128,7 @@ for p in sorted(all_files):
 path_tok = re.compile(r'[][A-Za-z0-9_.+*/-]+')
 ext_re = re.compile(r'\.(?:' + '|'.join(EXT) + r')$')
 url_re = re.compile(r'[A-Za-z][A-Za-z0-9+.-]*://\S*')
-skip_re = re.compile(r'check-docs:\s*skip\s+([^>]*?)\s*(?:-->|\*/|$)')
+skip_re = re.compile(r'check-docs:\s*skip\s+([^(>*]*)')
 shared = os.path.join(os.path.dirname(root), 'shared')
 
 def path_exists(tok, docdir):
@@ -194,9 +203,15 @@ for doc, lines in docs:
             if not path_exists(tok, docdir):
                 bad.append((doc, ln, tok))
 
+tails = set()
+for c in code_names:
+    if c.startswith('fut_') and not c.startswith('fut__'):
+        parts = c.split('_')
+        for k in range(1, len(parts)):
+            tails.add('_'.join(parts[k:]))
 tick_re = re.compile(r'`([^`]+)`')
 ident_re = re.compile(
-    r'(?<![\w./:-])([a-z][a-z0-9]*_[a-z0-9_]*)(?![\w./*<:-])')
+    r'(?<![\w./:-])([a-z][a-z0-9]*_[a-z0-9_]*)(?![\w./*<:!-])')
 for doc, lines in docs:
     if not doc.endswith('.md'):
         continue
@@ -209,7 +224,8 @@ for doc, lines in docs:
             continue
         for bt in tick_re.findall(line):
             for n in ident_re.findall(bt):
-                if n.startswith('fut_') or n in skips or n in code_ids:
+                if n.startswith('fut_') or n in skips or n in code_ids or \
+                        n in tails:
                     continue
                 bad.append((doc, ln, n))
 
