@@ -54,6 +54,12 @@
 #          a public fut_ name (the short form 'try_lock' of
 #          fut_mutex_try_lock; not of an internal fut__ one). This keeps
 #          the walks through static functions honest.
+#   tests  a whole `backticked` AREA.CASE[.SUFFIX...] or valgrind.AREA.CASE
+#          where AREA is an area registered by fut_check_test or
+#          fut_example_test in test/*.cmake ('io_reactor.forced',
+#          'net_tcp.backoff.mt'; not a file name 'scope.c'): CASE must be
+#          a word of the .cmake file that registers AREA (its case lists,
+#          often set() in a variable first).
 # Comments of .c/.h/.S files do not count as code for names and
 # identifiers: a name only a comment mentions is not defined.
 # A doc may name something that is deliberately not in the tree (the
@@ -228,6 +234,24 @@ for doc, lines in docs:
                         n in tails:
                     continue
                 bad.append((doc, ln, n))
+
+# Test areas and the words of their registration.
+areas = {}
+for p in all_files:
+    if p.startswith('test' + os.sep) and p.endswith('.cmake'):
+        with open(os.path.join(root, p), encoding='utf-8') as fh:
+            text = re.sub(r'#[^\n]*', ' ', fh.read())
+        words = set(re.findall(r'\w+', text))
+        for a in re.findall(r'fut_(?:check|example)_test\(\s*(\w+)', text):
+            areas.setdefault(a, set()).update(words)
+test_re = re.compile(r'(?:valgrind\.)?(\w+)\.(\w+)(?:\.\w+)*')
+for doc, lines in docs:
+    for ln, line in lines:
+        for bt in tick_re.findall(line):
+            m = test_re.fullmatch(bt)
+            if m and m.group(1) in areas and not ext_re.search(bt) and \
+                    m.group(2) not in areas[m.group(1)]:
+                bad.append((doc, ln, bt))
 
 bad.sort(key=lambda b: (b[0], b[1]))
 for doc, ln, n in bad:
