@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/check-docs.sh: the docs name only things that exist. Every file
-# path and every fut_ / fut__ / FUT_ name quoted by the prose of the tree
-# must be found in the tree; each stale reference is printed as
-# 'file:line: name' and the exit status is 1 (0 when there is none).
+# path, every fut_ / fut__ / FUT_ name, every `backticked` C identifier
+# and every `test.name` quoted by the prose of the tree must be found in
+# the tree; each stale reference is printed as 'file:line: name' and the
+# exit status is 1 (0 when there is none).
 #
 #   scripts/check-docs.sh            (from anywhere; it works on its tree)
 #
@@ -30,15 +31,17 @@
 #          include/ src/ examples/ apps/ test/ bench/ scripts/ cmake/ or in
 #          a CMakeLists.txt (a definition, a declaration or a use: this is
 #          a grep, not a parser).
-#   paths  a token made of [A-Za-z0-9_.+*/-] that either starts with a
+#   paths  a token made of [A-Za-z0-9_.+*/[]-] that either starts with a
 #          directory of the tree's top level followed by '/' (src/,
 #          include/, test/, docs/, bench/, examples/, apps/, scripts/,
 #          cmake/, .ci/, build/ excepted) or ends in a file extension of
-#          the list EXT below. Trailing '.', ',', ':', ')' are dropped. It
+#          the list EXT below. Trailing '.', ',', ':', ')', ';' are
+#          dropped. It
 #          must exist relative to the repository's root, to the directory
 #          of the file that quotes it, or to include/ ('fut/net.h'); a
 #          name without '/' ('tslab.h', 'multi.h') may also be the base
-#          name of any file of the tree. '*' is a glob. Paths starting
+#          name of any file of the tree. '*' and '[ch]' are globs
+#          ('src/platform/sys.[ch]'). Paths starting
 #          '../shared/' (the project's shared folder, outside the
 #          repository) are checked against the repository's parent's
 #          shared/ when that exists, else skipped; other absolute paths,
@@ -60,8 +63,9 @@
 #          'net_tcp.backoff.mt'; not a file name 'scope.c'): CASE must be
 #          a word of the .cmake file that registers AREA (its case lists,
 #          often set() in a variable first).
-# Comments of .c/.h/.S files do not count as code for names and
-# identifiers: a name only a comment mentions is not defined.
+# Comments of .c/.h/.cpp/.S files do not count as code for names and
+# identifiers: a name only a comment mentions is not defined (nor does
+# this script, which quotes stale names as examples).
 # A doc may name something that is deliberately not in the tree (the
 # reader's own hello.c, Tokio's functions): a line holding
 # 'check-docs: skip WORD... (why)' (in an HTML comment in markdown)
@@ -219,8 +223,6 @@ tick_re = re.compile(r'`([^`]+)`')
 ident_re = re.compile(
     r'(?<![\w./:-])([a-z][a-z0-9]*_[a-z0-9_]*)(?![\w./*<:!-])')
 for doc, lines in docs:
-    if not doc.endswith('.md'):
-        continue
     skips = set()
     for _, l in lines:
         for m in skip_re.finditer(l):
