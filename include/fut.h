@@ -6,6 +6,7 @@
 #define FUT_H
 
 #include "fut/export.h"
+#include "fut/version.h"
 #include "fut/core.h"
 #include "fut/cell.h"
 #include "fut/sync.h"
