@@ -1,4 +1,5 @@
-/* Export macro and C++ guards of the fut headers (the version is in
+/** \file
+ * Export macro and C++ guards of the fut headers (the version is in
  * fut/version.h). */
 #ifndef FUT_EXPORT_H
 #define FUT_EXPORT_H

@@ -1,4 +1,5 @@
 /** \file
+ * * \file
  * The version of fut: the numbers of the headers being compiled against
  * (the FUT_VERSION_* macros) and of the library actually linked
  * (fut_version(), fut_version_string()), as libuv's UV_VERSION_HEX and
