@@ -144,7 +144,8 @@ struct fut_mutex_guard {
     struct fut_mutex *m; /**< the mutex locked, or NULL: empty */
 };
 
-/** Initialises 'm', unlocked. 'm' must not move while in use. */
+/** Initialises 'm', unlocked. 'm' must not move afterwards (its waiter
+ * list points into it). */
 FUT_EXTERN void fut_mutex_init(struct fut_mutex *m);
 /** Finalises 'm': it must be unlocked with nobody waiting (aborts in debug
  * builds otherwise). */
@@ -209,7 +210,8 @@ struct fut_rwlock_write_guard {
     struct fut_rwlock *l; /**< the lock held, or NULL: empty */
 };
 
-/** Initialises 'l', unlocked. 'l' must not move while in use. */
+/** Initialises 'l', unlocked. 'l' must not move afterwards (its waiter
+ * list points into it). */
 FUT_EXTERN void fut_rwlock_init(struct fut_rwlock *l);
 /** Finalises 'l': unlocked, nobody waiting (aborts in debug builds). */
 FUT_EXTERN void fut_rwlock_fini(struct fut_rwlock *l);
@@ -276,8 +278,8 @@ struct fut_notify {
     uintptr_t priv_[4];
 };
 
-/** Initialises 'n': no permit, nobody waiting. 'n' must not move while in
- * use. */
+/** Initialises 'n': no permit, nobody waiting. 'n' must not move
+ * afterwards (its waiter list points into it). */
 FUT_EXTERN void fut_notify_init(struct fut_notify *n);
 /** Finalises 'n': no future may be waiting (aborts in debug builds). */
 FUT_EXTERN void fut_notify_fini(struct fut_notify *n);
