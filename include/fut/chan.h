@@ -267,8 +267,7 @@ FUT_EXTERN int fut_broadcast_subscribe(const struct fut_broadcast_tx *tx,
 /** A new receiver at the same position as 'rx'. */
 FUT_EXTERN int fut_broadcast_rx_clone(const struct fut_broadcast_rx *rx,
                                       struct fut_broadcast_rx *out);
-/** Drops the receiver; the messages it had not read are no longer kept
- * for it. No-op on an empty handle. */
+/** Drops the receiver. No-op on an empty handle. */
 FUT_EXTERN void fut_broadcast_rx_drop(struct fut_broadcast_rx *rx);
 
 /** Sends to every receiver; never waits: when the ring is full the oldest
