@@ -1,4 +1,5 @@
-/* fut: an async runtime for C11 on Linux. Futures are write-once cells
+/** \file
+ * fut: an async runtime for C11 on Linux. Futures are write-once cells
  * polled by a non-blocking contract; wakers are a pointer and a vtable;
  * cancellation is a drop. This umbrella header includes every module in
  * dependency order. */
@@ -6,6 +7,7 @@
 #define FUT_H
 
 #include "fut/export.h"
+#include "fut/version.h"
 #include "fut/core.h"
 #include "fut/cell.h"
 #include "fut/sync.h"

@@ -1,7 +1,7 @@
 /* Tasks and the runtime: spawn/join/abort/detach, wakes (C9, C10),
  * cancellation (C11), the coop budget, cross-thread wakes and spawns,
- * shutdown, block_on, async functions and the debug contract checks
- * (C6-C8). */
+ * shutdown, block_on, async functions, the debug contract checks
+ * (C6-C8) and the version of the library linked against the headers'. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -839,6 +839,22 @@ START_TEST(waker_noop_and_will_wake)
 }
 END_TEST
 
+/* ------------------------------------------------------------- version */
+
+START_TEST(version_linked_is_headers)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", FUT_VERSION_MAJOR,
+             FUT_VERSION_MINOR, FUT_VERSION_PATCH);
+    ASSERT_EQ(fut_version(), (unsigned)FUT_VERSION_HEX);
+    ASSERT_EQ(FUT_VERSION_HEX, (FUT_VERSION_MAJOR << 16) |
+                                   (FUT_VERSION_MINOR << 8) |
+                                   FUT_VERSION_PATCH);
+    ASSERT_TRUE(strcmp(FUT_VERSION_STRING, want) == 0);
+    ASSERT_TRUE(strcmp(fut_version_string(), want) == 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core_task");
@@ -872,5 +888,7 @@ int main(void)
     tcase_add_test(tc, c7_pending_without_waker_reported);
     tcase_add_test(tc, c6_slow_poll_reported);
 #endif
+    tc = fut_test_tcase(s, "version");
+    tcase_add_test(tc, version_linked_is_headers);
     return fut_test_run(s);
 }

@@ -1,5 +1,7 @@
-/* The umbrella header compiles alone under -std=c11 -Wpedantic -Werror. */
+/* The umbrella header compiles alone under -std=c11 -Wpedantic -Werror,
+ * and brings fut/version.h: the library linked is the headers' version. */
 #include <fut.h>
+#include <string.h>
 
 int main(void)
 {
@@ -7,5 +9,8 @@ int main(void)
     struct fut_context cx;
     fut_ready_init(&r, 3);
     fut_context_init(&cx, fut_waker_noop());
+    if (fut_version() != FUT_VERSION_HEX ||
+        strcmp(fut_version_string(), FUT_VERSION_STRING) != 0)
+        return 1;
     return fut_poll(&r.base, &cx) == FUT_READY && r.value == 3 ? 0 : 1;
 }

@@ -1,8 +1,10 @@
 // The public headers compile as C++17 with -Wpedantic -Werror and link:
-// a C++ user writes a future, a waker and a task against the C API.
+// a C++ user writes a future, a waker and a task against the C API, and
+// links fut_version() (fut/version.h's extern "C").
 #include <fut.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace {
 
@@ -24,6 +26,9 @@ const fut_future_vtable answer_vt = {answer_poll, nullptr, "answer", nullptr};
 
 int main()
 {
+    if (fut_version() != FUT_VERSION_HEX ||
+        std::strcmp(fut_version_string(), FUT_VERSION_STRING) != 0)
+        return 1;
     fut_runtime *rt = nullptr;
     if (fut_runtime_new(nullptr, &rt) != 0)
         return 1;

@@ -1,4 +1,5 @@
-/* fut cancel tokens: cooperative cancellation (C17).
+/** \file
+ * fut cancel tokens: cooperative cancellation (C17).
  *
  * Dropping a future cancels it at once, wherever it stands (C11). A cancel
  * token is the gentle counterpart: a flag that work reads to wind down at
@@ -40,52 +41,52 @@
 
 FUT_BEGIN_DECLS
 
-/* A cancel token. Fields are private. */
+/** A cancel token. Fields are private. */
 struct fut_token {
     uintptr_t priv_[10];
 };
 
-/* Initialises 't', not cancelled, without a parent. Thread: any. */
+/** Initialises 't', not cancelled, without a parent. Thread: any. */
 FUT_EXTERN void fut_token_init(struct fut_token *t);
 
-/* Initialises 't' as a child of 'parent' (initialised, not finalised):
+/** Initialises 't' as a child of 'parent' (initialised, not finalised):
  * cancelled when 'parent' is (at once, if it already is). Thread: any. */
 FUT_EXTERN void fut_token_init_child(struct fut_token *t,
                                      struct fut_token *parent);
 
-/* Cancels 't' and, recursively, every child token it has; wakes every
+/** Cancels 't' and, recursively, every child token it has; wakes every
  * fut_token_wait registered on them. Idempotent. Thread: any; never
  * blocks beyond the tokens' short locks. */
 FUT_EXTERN void fut_token_cancel(struct fut_token *t);
 
-/* 1 once 't' is cancelled (by itself or an ancestor), else 0. Acquire:
+/** 1 once 't' is cancelled (by itself or an ancestor), else 0. Acquire:
  * whatever the canceller wrote before fut_token_cancel is visible after a
  * 1. Thread: any. */
 FUT_EXTERN int fut_token_is_cancelled(const struct fut_token *t);
 
-/* Finalises 't': detaches it from its parent. No fut_token_wait may
+/** Finalises 't': detaches it from its parent. No fut_token_wait may
  * still be registered on it (aborts in debug builds); child tokens still
  * attached are detached (they stay valid, without a parent). Thread: any,
  * once nothing else uses 't'. */
 FUT_EXTERN void fut_token_fini(struct fut_token *t);
 
-/* fut_token_wait: READY once the token is cancelled. Output: 'result' =
+/** fut_token_wait: READY once the token is cancelled. Output: 'result' =
  * 0. Polls after READY return READY. Must not move after its first poll
  * (its waiter node is linked into the token).
  * cancel-safe: dropping it unregisters the waiter and loses nothing (the
  * flag stays readable). Thread: one thread at a time (any). */
 struct fut_token_wait {
-    struct fut_future base;
-    struct fut_token *token;  /* private */
-    struct fut_sync_waiter w; /* private */
-    int result;               /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_token *token;  /**< private */
+    struct fut_sync_waiter w; /**< private */
+    int result;               /**< output */
 };
 
-/* Initialises 'f' over 'token' (which must outlive 'f'). */
+/** Initialises 'f' over 'token' (which must outlive 'f'). */
 FUT_EXTERN void fut_token_wait_init(struct fut_token_wait *f,
                                     struct fut_token *token);
 
-/* fut_until_cancelled: polls 'inner' until it is READY or the token is
+/** fut_until_cancelled: polls 'inner' until it is READY or the token is
  * cancelled, whichever comes first; the token is looked at first (a
  * cancellation seen in the same poll as inner's READY wins: biased, like
  * tokio-util's run_until_cancelled). On cancellation 'inner' is dropped
@@ -97,12 +98,14 @@ FUT_EXTERN void fut_token_wait_init(struct fut_token_wait *f,
  * combinators' children): this future owns its drop; it must not move
  * after the first poll. */
 struct fut_until_cancelled {
-    struct fut_future base;
-    struct fut_future *inner;  /* private */
-    struct fut_token_wait wait; /* private */
-    int result;                /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *inner;  /**< private */
+    struct fut_token_wait wait; /**< private */
+    int result;                /**< output */
 };
 
+/** Initialises 'u' over 'inner' (caller storage; 'u' owns its drop) and
+ * 'token' (which must outlive 'u'). */
 FUT_EXTERN void fut_until_cancelled_init(struct fut_until_cancelled *u,
                                          struct fut_future *inner,
                                          struct fut_token *token);

@@ -1,4 +1,5 @@
-/* fut channels: mpsc (bounded and unbounded), broadcast, watch. The
+/** \file
+ * fut channels: mpsc (bounded and unbounded), broadcast, watch. The
  * oneshot is in fut/cell.h; all of them share one error vocabulary:
  *
  *   FUT_ECLOSED  the other side is gone (or the channel was closed); for
@@ -36,29 +37,29 @@ FUT_BEGIN_DECLS
 
 /* ------------------------------------------------------------------ mpsc */
 
-/* Largest capacity of a bounded mpsc channel. */
+/** Largest capacity of a bounded mpsc channel. */
 #define FUT_MPSC_MAX_CAPACITY ((size_t)1 << 28)
 
 struct fut__mpsc;
 
-/* A sending handle; clone it for more senders. Empty (ch == NULL) once
+/** A sending handle; clone it for more senders. Empty (ch == NULL) once
  * dropped. */
 struct fut_mpsc_tx {
-    struct fut__mpsc *ch; /* private */
-    uint32_t gen;         /* private: debug builds' copy check */
+    struct fut__mpsc *ch; /**< private */
+    uint32_t gen;         /**< private: debug builds' copy check */
 };
 
-/* The receiving handle: one per channel.
+/** The receiving handle: one per channel.
  * Both handles are unique owners: move them (copy, never use the original
  * again) or clone a sender with fut_mpsc_tx_clone, but never duplicate
  * one by copying - a copy used after its original was dropped aborts in
  * debug builds, naming the call (docs/design.md, "Programming errors"). */
 struct fut_mpsc_rx {
-    struct fut__mpsc *ch; /* private */
-    uint32_t gen;         /* private: debug builds' copy check */
+    struct fut__mpsc *ch; /**< private */
+    uint32_t gen;         /**< private: debug builds' copy check */
 };
 
-/* Creates a bounded channel of 'capacity' (1..FUT_MPSC_MAX_CAPACITY)
+/** Creates a bounded channel of 'capacity' (1..FUT_MPSC_MAX_CAPACITY)
  * messages of 'msg_size' (> 0) bytes: senders wait while 'capacity'
  * messages (and reservations) are in it - backpressure. The ring is
  * allocated here, once: no allocation per message. 'dtor' (may be NULL)
@@ -71,7 +72,7 @@ FUT_EXTERN int fut_mpsc_new(size_t capacity, size_t msg_size,
                             void (*dtor)(void *msg), struct fut_mpsc_tx *tx,
                             struct fut_mpsc_rx *rx);
 
-/* Creates an unbounded channel: sends never wait (the buffer grows by
+/** Creates an unbounded channel: sends never wait (the buffer grows by
  * doubling; a send whose growth fails returns FUT_ENOMEM). Sends and
  * receives take a short internal lock. No reserve. Otherwise as
  * fut_mpsc_new. */
@@ -80,26 +81,26 @@ FUT_EXTERN int fut_mpsc_unbounded_new(size_t msg_size,
                                       struct fut_mpsc_tx *tx,
                                       struct fut_mpsc_rx *rx);
 
-/* A new sender for the channel of 'tx'. 0, or FUT_EINVAL when 'tx' is
+/** A new sender for the channel of 'tx'. 0, or FUT_EINVAL when 'tx' is
  * empty ('*out' empty). Thread: any. */
 FUT_EXTERN int fut_mpsc_tx_clone(const struct fut_mpsc_tx *tx,
                                  struct fut_mpsc_tx *out);
 
-/* Drops a sender. When the last sender (and the last permit) is gone the
+/** Drops a sender. When the last sender (and the last permit) is gone the
  * receiver gets the buffered messages, then FUT_ECLOSED. */
 FUT_EXTERN void fut_mpsc_tx_drop(struct fut_mpsc_tx *tx);
 
-/* 1 when sends would fail with FUT_ECLOSED (the receiver was dropped or
+/** 1 when sends would fail with FUT_ECLOSED (the receiver was dropped or
  * closed, or 'tx' is empty). */
 FUT_EXTERN int fut_mpsc_tx_is_closed(const struct fut_mpsc_tx *tx);
 
-/* Sends without waiting. Returns 0 (the message is the channel's);
+/** Sends without waiting. Returns 0 (the message is the channel's);
  * FUT_EFULL (bounded: no room, or senders are queued for room - FIFO);
  * FUT_ECLOSED (receiver dropped or closed); FUT_ENOMEM (unbounded: the
  * buffer could not grow). On failure 'msg' was not read. Thread: any. */
 FUT_EXTERN int fut_mpsc_try_send(struct fut_mpsc_tx *tx, const void *msg);
 
-/* The send future: waits for room, then copies the 'msg_size' bytes at
+/** The send future: waits for room, then copies the 'msg_size' bytes at
  * 'msg' (read at that moment: they must stay valid and unchanged until
  * the future is READY or dropped). Output: 'result' = 0 when the message
  * is in the channel, FUT_ECLOSED when the receiver is gone or closed (the
@@ -110,31 +111,31 @@ FUT_EXTERN int fut_mpsc_try_send(struct fut_mpsc_tx *tx, const void *msg);
  * caller's (no data is lost); room already handed to it goes to the next
  * sender. */
 struct fut_mpsc_send {
-    struct fut_future base;
-    struct fut_mpsc_tx *tx;   /* private */
-    const void *msg;          /* private */
-    struct fut_sync_waiter w; /* private */
-    int result;               /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_mpsc_tx *tx;   /**< private */
+    const void *msg;          /**< private */
+    struct fut_sync_waiter w; /**< private */
+    int result;               /**< output */
 };
 
-/* 'tx' must outlive the future. */
+/** 'tx' must outlive the future. */
 FUT_EXTERN void fut_mpsc_send_init(struct fut_mpsc_send *f,
                                    struct fut_mpsc_tx *tx, const void *msg);
 
-/* Room for one message, reserved: fut_mpsc_permit_send cannot find the
+/** Room for one message, reserved: fut_mpsc_permit_send cannot find the
  * channel full. A permit counts as a sender (the stream does not end
  * while it lives). Send it or drop it, once; any thread. Empty
  * (ch == NULL) afterwards. */
 struct fut_mpsc_permit {
-    struct fut__mpsc *ch; /* private */
+    struct fut__mpsc *ch; /**< private */
 };
 
-/* Reserves without waiting: 0 with '*p' set; FUT_EFULL, FUT_ECLOSED;
+/** Reserves without waiting: 0 with '*p' set; FUT_EFULL, FUT_ECLOSED;
  * FUT_EINVAL for an unbounded channel ('*p' empty on failure). */
 FUT_EXTERN int fut_mpsc_try_reserve(struct fut_mpsc_tx *tx,
                                     struct fut_mpsc_permit *p);
 
-/* Sends with a permit (consumed in every case). Never waits and never
+/** Sends with a permit (consumed in every case). Never waits and never
  * finds the channel full. Returns 0, or FUT_ECLOSED when the receiver has
  * been dropped ('msg' was not read; the room is given back), or
  * FUT_EINVAL for an empty permit. After fut_mpsc_close (receiver still
@@ -142,33 +143,34 @@ FUT_EXTERN int fut_mpsc_try_reserve(struct fut_mpsc_tx *tx,
 FUT_EXTERN int fut_mpsc_permit_send(struct fut_mpsc_permit *p,
                                     const void *msg);
 
-/* Gives the reserved room back without sending. */
+/** Gives the reserved room back without sending. */
 FUT_EXTERN void fut_mpsc_permit_drop(struct fut_mpsc_permit *p);
 
-/* The reserve future (bounded channels). Output: 'result' = 0 with
+/** The reserve future (bounded channels). Output: 'result' = 0 with
  * 'permit' set, FUT_ECLOSED (receiver gone or closed), FUT_EINVAL
  * (unbounded channel). Polls after READY return READY, output unchanged.
  * loses-position: dropping it before READY gives up its place in the
  * queue; room already handed to it goes to the next sender. After READY
  * the permit is the caller's (dropping the future does not drop it). */
 struct fut_mpsc_reserve {
-    struct fut_future base;
-    struct fut_mpsc_tx *tx;        /* private */
-    struct fut_sync_waiter w;      /* private */
-    int result;                    /* output */
-    struct fut_mpsc_permit permit; /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_mpsc_tx *tx;        /**< private */
+    struct fut_sync_waiter w;      /**< private */
+    int result;                    /**< output */
+    struct fut_mpsc_permit permit; /**< output */
 };
 
+/** Initialises 'f' over 'tx' (which must outlive the future). */
 FUT_EXTERN void fut_mpsc_reserve_init(struct fut_mpsc_reserve *f,
                                       struct fut_mpsc_tx *tx);
 
-/* Receives without waiting: 0 with the message copied to 'out';
+/** Receives without waiting: 0 with the message copied to 'out';
  * FUT_EEMPTY (nothing now); FUT_ECLOSED (every sender and permit is gone,
  * or the channel was closed and every reservation settled, and every
  * buffered message was received: the end). Thread: the receiver's. */
 FUT_EXTERN int fut_mpsc_try_recv(struct fut_mpsc_rx *rx, void *out);
 
-/* Stream-style poll (C15): FUT_READY with '*result' = 0 and the next
+/** Stream-style poll (C15): FUT_READY with '*result' = 0 and the next
  * message in 'out', or with '*result' = FUT_ECLOSED at the end (and on
  * every later call); FUT_PENDING having registered cx's waker. In the
  * instant a sender on another thread is between claiming a slot and
@@ -181,40 +183,43 @@ FUT_EXTERN int fut_mpsc_poll_recv(struct fut_mpsc_rx *rx,
                                   struct fut_context *cx, void *out,
                                   int *result);
 
-/* The receiver stops the channel without dropping: later sends (and
+/** The receiver stops the channel without dropping: later sends (and
  * waiting ones) fail with FUT_ECLOSED; buffered messages, and messages of
  * permits still out, can still be received, then FUT_ECLOSED. Idempotent. */
 FUT_EXTERN void fut_mpsc_close(struct fut_mpsc_rx *rx);
 
-/* Drops the receiver: closes the channel, waiting senders get
+/** Drops the receiver: closes the channel, waiting senders get
  * FUT_ECLOSED, buffered messages go to the dtor. */
 FUT_EXTERN void fut_mpsc_rx_drop(struct fut_mpsc_rx *rx);
 
-/* The receive future. Output: 'result' = 0 with the message copied to
+/** The receive future. Output: 'result' = 0 with the message copied to
  * 'out' (given at init, 'msg_size' bytes), or FUT_ECLOSED at the end of
  * the stream. Polls after READY return READY with the same result.
  * cancel-safe: a message is taken only in the poll that returns READY;
  * dropping the future before that leaves every message in the channel.
  * 'rx' must outlive the future. */
 struct fut_mpsc_recv {
-    struct fut_future base;
-    struct fut_mpsc_rx *rx; /* private */
-    void *out;              /* private */
-    int registered;         /* private: its waker is in the channel */
-    int result;             /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_mpsc_rx *rx; /**< private */
+    void *out;              /**< private */
+    int registered;         /**< private: its waker is in the channel */
+    int result;             /**< output */
 };
 
+/** Initialises 'f' over 'rx' (which must outlive the future); the message
+ * goes to 'out' ('msg_size' bytes). */
 FUT_EXTERN void fut_mpsc_recv_init(struct fut_mpsc_recv *f,
                                    struct fut_mpsc_rx *rx, void *out);
 
-/* The receiver as a stream (fut/stream.h): items of 'msg_size' bytes,
+/** The receiver as a stream (fut/stream.h): items of 'msg_size' bytes,
  * FUT_STREAM_END after the last one. Takes ownership of '*rx' (left
  * empty); dropping the stream drops the receiver. cancel-safe (as recv). */
 struct fut_mpsc_stream {
-    struct fut_stream base;
-    struct fut_mpsc_rx rx; /* private */
+    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_mpsc_rx rx; /**< private */
 };
 
+/** Initialises 's' taking ownership of '*rx' (left empty). */
 FUT_EXTERN void fut_mpsc_stream_init(struct fut_mpsc_stream *s,
                                      struct fut_mpsc_rx *rx);
 
@@ -222,24 +227,24 @@ FUT_EXTERN void fut_mpsc_stream_init(struct fut_mpsc_stream *s,
 
 struct fut__bcast;
 
-/* A sending handle (clone for more). */
+/** A sending handle (clone for more). */
 struct fut_broadcast_tx {
-    struct fut__bcast *ch; /* private */
-    uint32_t gen;          /* private: debug builds' copy check */
+    struct fut__bcast *ch; /**< private */
+    uint32_t gen;          /**< private: debug builds' copy check */
 };
 
-/* A receiving handle: each receiver sees every message sent after it was
+/** A receiving handle: each receiver sees every message sent after it was
  * created (subscribed), unless it lags more than 'capacity' behind.
  * Senders and receivers are unique owners: clone or subscribe for more,
  * never duplicate one by copying - a copy used after its original was
  * dropped aborts in debug builds, naming the call. */
 struct fut_broadcast_rx {
-    struct fut__bcast *ch; /* private */
-    uint64_t next;         /* private: position of the next message */
-    uint32_t gen;          /* private: debug builds' copy check */
+    struct fut__bcast *ch; /**< private */
+    uint64_t next;         /**< private: position of the next message */
+    uint32_t gen;          /**< private: debug builds' copy check */
 };
 
-/* Creates a channel keeping the last 'capacity' (>= 1) messages of
+/** Creates a channel keeping the last 'capacity' (>= 1) messages of
  * 'msg_size' (> 0) bytes, with one sender and one receiver. Every
  * receiver gets its own copy of each message's bytes, so messages should
  * be plain data (no ownership to release: there is no dtor). Returns 0,
@@ -248,49 +253,54 @@ FUT_EXTERN int fut_broadcast_new(size_t capacity, size_t msg_size,
                                  struct fut_broadcast_tx *tx,
                                  struct fut_broadcast_rx *rx);
 
+/** A new sender of the same channel in '*out'. Returns 0, or FUT_EINVAL
+ * when 'tx' is empty (dropped). */
 FUT_EXTERN int fut_broadcast_tx_clone(const struct fut_broadcast_tx *tx,
                                       struct fut_broadcast_tx *out);
-/* When the last sender is gone, receivers get what is left, then
+/** When the last sender is gone, receivers get what is left, then
  * FUT_ECLOSED. */
 FUT_EXTERN void fut_broadcast_tx_drop(struct fut_broadcast_tx *tx);
 
-/* A new receiver that will see the messages sent from now on. */
+/** A new receiver that will see the messages sent from now on. */
 FUT_EXTERN int fut_broadcast_subscribe(const struct fut_broadcast_tx *tx,
                                        struct fut_broadcast_rx *out);
-/* A new receiver at the same position as 'rx'. */
+/** A new receiver at the same position as 'rx'. */
 FUT_EXTERN int fut_broadcast_rx_clone(const struct fut_broadcast_rx *rx,
                                       struct fut_broadcast_rx *out);
+/** Drops the receiver. No-op on an empty handle. */
 FUT_EXTERN void fut_broadcast_rx_drop(struct fut_broadcast_rx *rx);
 
-/* Sends to every receiver; never waits: when the ring is full the oldest
+/** Sends to every receiver; never waits: when the ring is full the oldest
  * message is overwritten (receivers that had not read it lag). Returns
  * the number of receivers (>= 1), or FUT_ECLOSED when there is none (the
  * message was not stored). Thread: any. */
 FUT_EXTERN int fut_broadcast_send(struct fut_broadcast_tx *tx,
                                   const void *msg);
 
-/* Without waiting: 0 with the next message in 'out'; FUT_EEMPTY;
+/** Without waiting: 0 with the next message in 'out'; FUT_EEMPTY;
  * FUT_ELAGGED with '*lagged' = how many messages this receiver missed (it
  * now points at the oldest one kept, which the next call returns);
  * FUT_ECLOSED (every sender gone and everything received). */
 FUT_EXTERN int fut_broadcast_try_recv(struct fut_broadcast_rx *rx,
                                       void *out, uint64_t *lagged);
 
-/* The receive future. Output: 'result' = 0 with the message in 'out',
+/** The receive future. Output: 'result' = 0 with the message in 'out',
  * FUT_ELAGGED with 'lagged' = messages missed (receive again for the
  * oldest one kept), or FUT_ECLOSED. Polls after READY return READY with
  * the output unchanged.
  * cancel-safe: the receiver's position only moves in the poll that
  * returns READY; dropping it before loses nothing. */
 struct fut_broadcast_recv {
-    struct fut_future base;
-    struct fut_broadcast_rx *rx; /* private */
-    void *out;                   /* private */
-    struct fut_sync_waiter w;    /* private */
-    int result;                  /* output */
-    uint64_t lagged;             /* output (FUT_ELAGGED) */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_broadcast_rx *rx; /**< private */
+    void *out;                   /**< private */
+    struct fut_sync_waiter w;    /**< private */
+    int result;                  /**< output */
+    uint64_t lagged;             /**< output (FUT_ELAGGED) */
 };
 
+/** Initialises 'f' over 'rx' (which must outlive the future); the
+ * message goes to 'out' ('msg_size' bytes). */
 FUT_EXTERN void fut_broadcast_recv_init(struct fut_broadcast_recv *f,
                                         struct fut_broadcast_rx *rx,
                                         void *out);
@@ -299,72 +309,78 @@ FUT_EXTERN void fut_broadcast_recv_init(struct fut_broadcast_recv *f,
 
 struct fut__watch;
 
-/* A sending handle (clone for more). */
+/** A sending handle (clone for more). */
 struct fut_watch_tx {
-    struct fut__watch *ch; /* private */
-    uint32_t gen;          /* private: debug builds' copy check */
+    struct fut__watch *ch; /**< private */
+    uint32_t gen;          /**< private: debug builds' copy check */
 };
 
-/* A receiving handle: reads the latest value and waits for changes.
+/** A receiving handle: reads the latest value and waits for changes.
  * Senders and receivers are unique owners: clone or subscribe for more,
  * never duplicate one by copying - a copy used after its original was
  * dropped aborts in debug builds, naming the call. */
 struct fut_watch_rx {
-    struct fut__watch *ch; /* private */
-    uint64_t seen;         /* private: version last marked seen */
-    uint32_t gen;          /* private: debug builds' copy check */
+    struct fut__watch *ch; /**< private */
+    uint64_t seen;         /**< private: version last marked seen */
+    uint32_t gen;          /**< private: debug builds' copy check */
 };
 
-/* Creates a channel holding one value of 'size' (> 0) bytes, initially a
+/** Creates a channel holding one value of 'size' (> 0) bytes, initially a
  * copy of 'init' (marked seen by 'rx'). Returns 0, FUT_EINVAL, FUT_ENOMEM.
  * Values should be plain data (copied to every reader; no dtor). */
 FUT_EXTERN int fut_watch_new(size_t size, const void *init,
                              struct fut_watch_tx *tx,
                              struct fut_watch_rx *rx);
 
+/** A new sender of the same channel in '*out'. Returns 0, or FUT_EINVAL
+ * when 'tx' is empty (dropped). */
 FUT_EXTERN int fut_watch_tx_clone(const struct fut_watch_tx *tx,
                                   struct fut_watch_tx *out);
-/* When the last sender is gone, fut_watch_changed completes with
+/** When the last sender is gone, fut_watch_changed completes with
  * FUT_ECLOSED (the last value stays readable). */
 FUT_EXTERN void fut_watch_tx_drop(struct fut_watch_tx *tx);
-/* A new receiver; the current value counts as seen. */
+/** A new receiver; the current value counts as seen. */
 FUT_EXTERN int fut_watch_subscribe(const struct fut_watch_tx *tx,
                                    struct fut_watch_rx *out);
+/** A new receiver in '*out' that has seen what 'rx' has seen. Returns 0,
+ * or FUT_EINVAL when 'rx' is empty (dropped). */
 FUT_EXTERN int fut_watch_rx_clone(const struct fut_watch_rx *rx,
                                   struct fut_watch_rx *out);
+/** Drops the receiver. No-op on an empty handle. */
 FUT_EXTERN void fut_watch_rx_drop(struct fut_watch_rx *rx);
 
-/* Stores a copy of 'value' and wakes every fut_watch_changed. Returns 0,
+/** Stores a copy of 'value' and wakes every fut_watch_changed. Returns 0,
  * or FUT_ECLOSED when there is no receiver (nothing stored). Thread:
  * any. */
 FUT_EXTERN int fut_watch_send(struct fut_watch_tx *tx, const void *value);
-/* Stores 'value' whether or not receivers exist; copies the previous
+/** Stores 'value' whether or not receivers exist; copies the previous
  * value to 'old' (may be NULL). */
 FUT_EXTERN void fut_watch_send_replace(struct fut_watch_tx *tx,
                                        const void *value, void *old);
 
-/* Copies the current value to 'out' without marking it seen. */
+/** Copies the current value to 'out' without marking it seen. */
 FUT_EXTERN void fut_watch_borrow(const struct fut_watch_rx *rx, void *out);
-/* Copies the current value to 'out' and marks it seen. */
+/** Copies the current value to 'out' and marks it seen. */
 FUT_EXTERN void fut_watch_borrow_and_update(struct fut_watch_rx *rx,
                                             void *out);
-/* 1 when a value newer than the one seen was sent; otherwise FUT_ECLOSED
+/** 1 when a value newer than the one seen was sent; otherwise FUT_ECLOSED
  * when every sender is gone, else 0. */
 FUT_EXTERN int fut_watch_has_changed(const struct fut_watch_rx *rx);
 
-/* The changed future: READY when a value newer than the last one seen
+/** The changed future: READY when a value newer than the last one seen
  * was sent (then marks it seen: read it with fut_watch_borrow). Output:
  * 'result' = 0, or FUT_ECLOSED when every sender was dropped with no
  * unseen value. Polls after READY return READY, result unchanged.
  * cancel-safe: the receiver's seen version only moves in the poll that
  * returns READY. */
 struct fut_watch_changed {
-    struct fut_future base;
-    struct fut_watch_rx *rx;  /* private */
-    struct fut_sync_waiter w; /* private */
-    int result;               /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_watch_rx *rx;  /**< private */
+    struct fut_sync_waiter w; /**< private */
+    int result;               /**< output */
 };
 
+/** Initialises 'f' over 'rx' (which must outlive the future). */
 FUT_EXTERN void fut_watch_changed_init(struct fut_watch_changed *f,
                                        struct fut_watch_rx *rx);
 

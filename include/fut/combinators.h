@@ -1,4 +1,5 @@
-/* Combinators: futures made of other futures (C14).
+/** \file
+ * Combinators: futures made of other futures (C14).
  *
  *   join    completes when every child is READY (2 or N children);
  *   select  completes with the first child that is READY and drops the
@@ -41,34 +42,34 @@ FUT_BEGIN_DECLS
 
 /* ------------------------------------------------------------------- join */
 
-/* fut_join2: READY once both children are READY. Each poll polls every
+/** fut_join2: READY once both children are READY. Each poll polls every
  * child not READY yet. Output: none of its own; read each child's output
  * in its struct. Polls after READY return READY.
  * cancel-safe iff both children are: dropping it drops both children
  * where they stand (a child already READY keeps its output).
  * Fields are private. */
 struct fut_join2 {
-    struct fut_future base;
-    struct fut_future *child[2];
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *child[2]; /**< private: the children a and b */
 };
 
-/* Initialises 'j' over the children 'a' and 'b' (not polled, not dropped
+/** Initialises 'j' over the children 'a' and 'b' (not polled, not dropped
  * yet; 'j' now owns their drop). */
 FUT_EXTERN void fut_join2_init(struct fut_join2 *j, struct fut_future *a,
                                struct fut_future *b);
 
-/* fut_join_all: READY once all 'n' children are READY (n == 0: READY at
+/** fut_join_all: READY once all 'n' children are READY (n == 0: READY at
  * once). Output: 'pending' = 0; each child's output in its struct. Polls
  * after READY return READY.
  * cancel-safe iff every child is (as fut_join2). */
 struct fut_join_all {
-    struct fut_future base;
-    struct fut_future **children; /* private: caller's array of 'n' */
-    size_t n;                     /* private */
-    size_t pending;               /* read-only: children not READY yet */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future **children; /**< private: caller's array of 'n' */
+    size_t n;                     /**< private */
+    size_t pending;               /**< read-only: children not READY yet */
 };
 
-/* Initialises 'j' over the array 'children' of 'n' futures. The array
+/** Initialises 'j' over the array 'children' of 'n' futures. The array
  * (not only the futures) is caller storage and must stay valid until 'j'
  * is dropped. */
 FUT_EXTERN void fut_join_all_init(struct fut_join_all *j,
@@ -76,17 +77,17 @@ FUT_EXTERN void fut_join_all_init(struct fut_join_all *j,
 
 /* ----------------------------------------------------------------- select */
 
-/* Order in which select polls its branches. */
+/** Order in which select polls its branches. */
 enum fut_select_order {
-    /* Each poll starts at a branch picked at random (a per-thread
+    /** Each poll starts at a branch picked at random (a per-thread
      * xorshift), so no branch starves another that is always ready. */
     FUT_SELECT_FAIR = 0,
-    /* Each poll goes through the branches in order from 0: the lowest
+    /** Each poll goes through the branches in order from 0: the lowest
      * ready index always wins (tokio's 'biased;'). */
     FUT_SELECT_BIASED = 1
 };
 
-/* fut_select2: polls both branches (in the chosen order) and completes
+/** fut_select2: polls both branches (in the chosen order) and completes
  * with the first one that is READY (C14). Output: 'winner' = 0 or 1, the
  * index of that branch; its own output is in its struct.
  * The losers are dropped (fut_drop) at once, inside the poll that found
@@ -99,30 +100,30 @@ enum fut_select_order {
  * dropping the select drops every branch. A branch that 'loses-data' (or
  * 'loses-position') loses it when it loses the race, too. */
 struct fut_select2 {
-    struct fut_future base;
-    struct fut_future *branch[2]; /* private */
-    int order;                    /* private: enum fut_select_order */
-    int winner;                   /* output: -1 until READY */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *branch[2]; /**< private */
+    int order;                    /**< private: enum fut_select_order */
+    int winner;                   /**< output: -1 until READY */
 };
 
-/* Initialises 's' over the branches 'a' (index 0) and 'b' (index 1);
+/** Initialises 's' over the branches 'a' (index 0) and 'b' (index 1);
  * 's' now owns their drop. 'order' is an enum fut_select_order. */
 FUT_EXTERN void fut_select2_init(struct fut_select2 *s, struct fut_future *a,
                                  struct fut_future *b, int order);
 
-/* fut_select_all: fut_select2 over an array of 'n' branches. Output:
+/** fut_select_all: fut_select2 over an array of 'n' branches. Output:
  * 'winner' = the index (0 .. n-1) of the branch that won, or -1 for an
  * empty array (READY at once). Everything else as fut_select2.
  * cancel-safe iff every branch is. */
 struct fut_select_all {
-    struct fut_future base;
-    struct fut_future **branches; /* private: caller's array of 'n' */
-    size_t n;                     /* private */
-    int order;                    /* private */
-    int winner;                   /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future **branches; /**< private: caller's array of 'n' */
+    size_t n;                     /**< private */
+    int order;                    /**< private */
+    int winner;                   /**< output */
 };
 
-/* Initialises 's' over the array 'branches' of 'n' futures (caller
+/** Initialises 's' over the array 'branches' of 'n' futures (caller
  * storage, valid until 's' is dropped). */
 FUT_EXTERN void fut_select_all_init(struct fut_select_all *s,
                                     struct fut_future **branches, size_t n,
@@ -130,28 +131,28 @@ FUT_EXTERN void fut_select_all_init(struct fut_select_all *s,
 
 /* -------------------------------------------------------------- map, then */
 
-/* Called once, when the inner future is READY; reads its output and
+/** Called once, when the inner future is READY; reads its output and
  * returns the map's output. Runs on the polling thread, inside poll. */
 typedef intptr_t (*fut_map_fn)(struct fut_future *inner, void *ud);
 
-/* fut_map: READY when 'inner' is READY, with 'value' = fn(inner, ud).
+/** fut_map: READY when 'inner' is READY, with 'value' = fn(inner, ud).
  * 'fn' runs exactly once. Polls after READY return READY with the same
  * 'value' (fn does not run again).
  * cancel-safe iff 'inner' is (dropping the map drops 'inner'). */
 struct fut_map {
-    struct fut_future base;
-    struct fut_future *inner; /* private */
-    fut_map_fn fn;            /* private */
-    void *ud;                 /* private */
-    int done;                 /* private: fn has run */
-    intptr_t value;           /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *inner; /**< private */
+    fut_map_fn fn;            /**< private */
+    void *ud;                 /**< private */
+    int done;                 /**< private: fn has run */
+    intptr_t value;           /**< output */
 };
 
-/* Initialises 'm' over 'inner' ('m' now owns its drop). */
+/** Initialises 'm' over 'inner' ('m' now owns its drop). */
 FUT_EXTERN void fut_map_init(struct fut_map *m, struct fut_future *inner,
                              fut_map_fn fn, void *ud);
 
-/* Called once, when the first future is READY: reads its output and
+/** Called once, when the first future is READY: reads its output and
  * initialises the second future (in caller storage, which must live until
  * the then-future is dropped), returning it; the then-future owns its
  * drop from here. May return NULL: there is no second future and the
@@ -159,7 +160,7 @@ FUT_EXTERN void fut_map_init(struct fut_map *m, struct fut_future *inner,
 typedef struct fut_future *(*fut_then_fn)(struct fut_future *first,
                                           void *ud);
 
-/* fut_then: awaits 'first', calls fn(first, ud), then awaits the future fn
+/** fut_then: awaits 'first', calls fn(first, ud), then awaits the future fn
  * returned, in the same poll. Output: in the second future's struct;
  * 'second' points to it (NULL before fn ran, or when fn returned NULL).
  * 'first' is dropped right after fn returned (fn has consumed its
@@ -168,15 +169,15 @@ typedef struct fut_future *(*fut_then_fn)(struct fut_future *first,
  * Cancel safety: that of 'first' until it is READY, then that of
  * 'second'; fn has either not run or run to its end. */
 struct fut_then {
-    struct fut_future base;
-    struct fut_future *first;  /* private */
-    fut_then_fn fn;            /* private */
-    void *ud;                  /* private */
-    struct fut_future *second; /* read-only: see above */
-    int stage;                 /* private: 0 first, 1 second, 2 done */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *first;  /**< private */
+    fut_then_fn fn;            /**< private */
+    void *ud;                  /**< private */
+    struct fut_future *second; /**< read-only: see above */
+    int stage;                 /**< private: 0 first, 1 second, 2 done */
 };
 
-/* Initialises 't' over 'first' ('t' now owns its drop). */
+/** Initialises 't' over 'first' ('t' now owns its drop). */
 FUT_EXTERN void fut_then_init(struct fut_then *t, struct fut_future *first,
                               fut_then_fn fn, void *ud);
 

@@ -1,4 +1,6 @@
-/* Export macro and version of the fut library. */
+/** \file
+ * Export macro and C++ guards of the fut headers (the version is in
+ * fut/version.h). */
 #ifndef FUT_EXPORT_H
 #define FUT_EXPORT_H
 
@@ -7,12 +9,6 @@
 #else
 #define FUT_EXTERN
 #endif
-
-#define FUT_VERSION_MAJOR 0
-#define FUT_VERSION_MINOR 1
-#define FUT_VERSION_PATCH 0
-#define FUT_VERSION_HEX                                                       \
-    ((FUT_VERSION_MAJOR << 16) | (FUT_VERSION_MINOR << 8) | FUT_VERSION_PATCH)
 
 #ifdef __cplusplus
 #define FUT_BEGIN_DECLS extern "C" {

@@ -1,4 +1,5 @@
-/* fut runtime: tasks, spawn, join handles, block_on.
+/** \file
+ * fut runtime: tasks, spawn, join handles, block_on.
  *
  * A task is one allocation holding a copy of the future you spawn; the
  * runtime polls it whenever it is woken. The current-thread runtime runs
@@ -18,52 +19,55 @@ FUT_BEGIN_DECLS
 struct fut_runtime;
 struct fut_task;
 
+/** The kind of runtime (fut_rt_config.flavor). */
 enum fut_rt_flavor {
-    FUT_RT_CURRENT_THREAD = 0, /* every task runs inside fut_block_on */
-    FUT_RT_MULTI_THREAD = 1    /* worker threads with work stealing */
+    FUT_RT_CURRENT_THREAD = 0, /**< every task runs inside fut_block_on */
+    FUT_RT_MULTI_THREAD = 1    /**< worker threads with work stealing */
 };
 
-/* The I/O backend of a runtime's driver (docs/io.md). The environment
+/** The I/O backend of a runtime's driver (docs/io.md). The environment
  * variable FUT_IO_BACKEND=auto|epoll|io_uring overrides the config. */
 enum fut_io_backend_kind {
-    FUT_IO_AUTO = 0,  /* io_uring when it can be had (a build with
+    FUT_IO_AUTO = 0,  /**< io_uring when it can be had (a build with
                          liburing, a kernel that allows it and has
                          multishot RECV from a buffer ring (6.0), not
                          under valgrind; multi-thread: a ring per
                          worker), else epoll */
-    FUT_IO_EPOLL = 1, /* readiness: epoll, edge-triggered */
-    FUT_IO_URING = 2  /* completion: io_uring; fut_runtime_new fails with
+    FUT_IO_EPOLL = 1, /**< readiness: epoll, edge-triggered */
+    FUT_IO_URING = 2  /**< completion: io_uring; fut_runtime_new fails with
                          FUT_ENOSYS / FUT_EPERM (or -EMFILE, FUT_ENOMEM
                          when fds or memory run out; fut_io_backend_error
                          says why) when it cannot be had */
 };
 
+/** The settings of a new runtime (fut_runtime_new); fut_rt_config_init
+ * fills in the defaults, and a field left 0 takes its default. */
 struct fut_rt_config {
-    int flavor;           /* enum fut_rt_flavor */
-    int workers;          /* multi-thread: worker count, 0 = online CPUs
+    int flavor;           /**< enum fut_rt_flavor */
+    int workers;          /**< multi-thread: worker count, 0 = online CPUs
                              (at most 256) */
-    int budget;           /* coop budget per task poll; 0 = 128 */
-    int event_interval;   /* ticks between remote-queue checks; 0 = 61 */
-    int64_t slow_poll_ns; /* debug builds: report longer polls; 0 = 10 ms,
+    int budget;           /**< coop budget per task poll; 0 = 128 */
+    int event_interval;   /**< ticks between remote-queue checks; 0 = 61 */
+    int64_t slow_poll_ns; /**< debug builds: report longer polls; 0 = 10 ms,
                              -1 = never */
-    /* The driver (reactor, timers, blocking pool: io.h, net.h, time.h).
+    /** The driver (reactor, timers, blocking pool: io.h, net.h, time.h).
      * All 0 = Tokio's enable_all(). */
-    int no_driver;        /* 1: none; the runtime parks on a futex, and
+    int no_driver;        /**< 1: none; the runtime parks on a futex, and
                              futures that need the driver complete with
                              FUT_EINVAL */
-    int start_paused;     /* 1: virtual clock for tests (Tokio's
+    int start_paused;     /**< 1: virtual clock for tests (Tokio's
                              start_paused): time stands still while tasks
                              run and jumps to the next timer deadline
                              when every task is idle, no I/O is ready and
                              no blocking job runs; current-thread only
                              (FUT_EINVAL otherwise) */
-    int blocking_threads; /* blocking pool: threads at most; 0 = 512 */
-    int blocking_queue;   /* blocking pool: jobs queued before submitters
+    int blocking_threads; /**< blocking pool: threads at most; 0 = 512 */
+    int blocking_queue;   /**< blocking pool: jobs queued before submitters
                              wait; 0 = 1024 */
-    int64_t blocking_keepalive_ns; /* idle pool threads exit after; 0 =
+    int64_t blocking_keepalive_ns; /**< idle pool threads exit after; 0 =
                                       10 s */
-    int io_backend;       /* enum fut_io_backend_kind; 0 = AUTO */
-    int64_t park_spin_ns; /* multi-thread: how long a worker that ran out of
+    int io_backend;       /**< enum fut_io_backend_kind; 0 = AUTO */
+    int64_t park_spin_ns; /**< multi-thread: how long a worker that ran out of
                              work watches for a wake before it sleeps
                              (only while wakes have been coming soon after
                              it parks); 0 = adaptive: twice the worker's
@@ -72,10 +76,10 @@ struct fut_rt_config {
                              See docs/scheduler.md, "Park spin" */
 };
 
-/* Fills 'cfg' with the defaults (current-thread, budget 128, 61 ticks). */
+/** Fills 'cfg' with the defaults (current-thread, budget 128, 61 ticks). */
 FUT_EXTERN void fut_rt_config_init(struct fut_rt_config *cfg);
 
-/* Creates a runtime. cfg == NULL: the defaults. Returns 0 with '*out' set,
+/** Creates a runtime. cfg == NULL: the defaults. Returns 0 with '*out' set,
  * FUT_EINVAL for a bad config (negative counts, unknown flavor, more than
  * 256 workers), FUT_ENOMEM, or -EAGAIN when the worker threads cannot be
  * created. The multi-thread flavor starts its workers here; they sleep
@@ -83,7 +87,7 @@ FUT_EXTERN void fut_rt_config_init(struct fut_rt_config *cfg);
 FUT_EXTERN int fut_runtime_new(const struct fut_rt_config *cfg,
                                struct fut_runtime **out);
 
-/* Shuts the runtime down and frees it: every task still alive is dropped
+/** Shuts the runtime down and frees it: every task still alive is dropped
  * (its future's drop runs, on this thread), including tasks woken or
  * spawned during the shutdown; join handles then report FUT_ECANCELED.
  * Memory still referenced by join handles or wakers held elsewhere is
@@ -105,11 +109,11 @@ FUT_EXTERN int fut_runtime_new(const struct fut_rt_config *cfg,
  * the same runtime: aborts in every build (it would wait for itself). */
 FUT_EXTERN void fut_runtime_free(struct fut_runtime *rt);
 
-/* The runtime whose task (or block_on) is running on this thread, or
+/** The runtime whose task (or block_on) is running on this thread, or
  * NULL. */
 FUT_EXTERN struct fut_runtime *fut_runtime_current(void);
 
-/* Runs 'f' to completion on this thread, driving the runtime's tasks
+/** Runs 'f' to completion on this thread, driving the runtime's tasks
  * meanwhile; 'f' is polled in place (caller storage) and not dropped: its
  * output is in its struct. Returns 0, or FUT_EBUSY when a block_on of this
  * runtime is already running (nested or on another thread; on the
@@ -124,7 +128,7 @@ FUT_EXTERN int fut_block_on(struct fut_runtime *rt, struct fut_future *f);
 
 /* ------------------------------------------------------------ join handle */
 
-/* A join handle is a future over the task's result. Output: 'result' = 0
+/** A join handle is a future over the task's result. Output: 'result' = 0
  * when the task's future completed (read its output through
  * fut_join_output), FUT_ECANCELED when the task was aborted or dropped by
  * a shutdown before it completed. Polls after READY return READY again.
@@ -141,21 +145,22 @@ FUT_EXTERN int fut_block_on(struct fut_runtime *rt, struct fut_future *f);
  * detached aborts in debug builds, naming the call (docs/design.md,
  * "Programming errors"). */
 struct fut_join {
-    struct fut_future base;
-    struct fut_task *task; /* private; NULL once detached or dropped */
-    int result;            /* output */
-    uint32_t gen;          /* private: debug builds' copy check */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_task *task; /**< private; NULL once detached or dropped */
+    int result;            /**< output */
+    uint32_t gen;          /**< private: debug builds' copy check */
     /* private: where fut_join_output_to copies the output */
-    void *out_dst;
-    size_t out_off, out_len;
+    void *out_dst;           /**< private: fut_join_output_to's 'dst' */
+    /** private: fut_join_output_to's 'offset' and 'len' */
+    size_t out_off, out_len; /**< private: its 'offset' and 'len' */
 };
 
-/* The task's future (the copy fut_spawn made), holding its output; valid
+/** The task's future (the copy fut_spawn made), holding its output; valid
  * after the join handle returned READY with result 0, until the handle is
  * dropped. NULL otherwise. */
 FUT_EXTERN void *fut_join_output(const struct fut_join *j);
 
-/* Asks the handle to copy 'len' bytes at 'offset' inside the task's
+/** Asks the handle to copy 'len' bytes at 'offset' inside the task's
  * future into 'dst' when it becomes READY with result 0, so the output
  * survives the handle's drop (FUT_AWAIT drops what it awaited). Call it
  * before awaiting; FUT_JOIN_OUTPUT names a member instead of offsets:
@@ -163,11 +168,12 @@ FUT_EXTERN void *fut_join_output(const struct fut_join *j);
  *   FUT_AWAIT(f, &self->join);   // self->value now holds child.out */
 FUT_EXTERN void fut_join_output_to(struct fut_join *j, size_t offset,
                                    size_t len, void *dst);
+/** fut_join_output_to for 'member' of the task's future struct 'type'. */
 #define FUT_JOIN_OUTPUT(j, type, member, dst)                                 \
     fut_join_output_to((j), offsetof(type, member),                           \
                        sizeof(((type *)0)->member), (dst))
 
-/* Requests cancellation: the task is dropped at once when it is idle and
+/** Requests cancellation: the task is dropped at once when it is idle and
  * this thread runs its runtime, after its current poll when it is running,
  * or at the runtime's next tick otherwise. On the multi-thread runtime
  * "at once" holds on any thread: an idle task is dropped by the calling
@@ -179,16 +185,16 @@ FUT_EXTERN void fut_join_output_to(struct fut_join *j, size_t offset,
  * the task completed first. Thread: any. */
 FUT_EXTERN void fut_join_abort(struct fut_join *j);
 
-/* Lets the task run on without a handle; its output is discarded. The
+/** Lets the task run on without a handle; its output is discarded. The
  * handle is empty afterwards (dropping it does nothing). */
 FUT_EXTERN void fut_join_detach(struct fut_join *j);
 
-/* 1 when the task has completed or was cancelled. Thread: any. */
+/** 1 when the task has completed or was cancelled. Thread: any. */
 FUT_EXTERN int fut_join_is_finished(const struct fut_join *j);
 
 /* ------------------------------------------------------------------ spawn */
 
-/* Spawns a task running a copy of the future 'f' ('size' bytes, which must
+/** Spawns a task running a copy of the future 'f' ('size' bytes, which must
  * not have been polled yet, and holds no pointer into itself: see the
  * async-function rules in core.h). rt == NULL: the runtime of the current thread
  * (fut_runtime_current). 'join' == NULL: the task is detached; otherwise
@@ -202,11 +208,13 @@ FUT_EXTERN int fut_join_is_finished(const struct fut_join *j);
  * poll unless stolen), one from any other thread to the global queue. */
 #define fut_spawn(rt, f, size, join)                                          \
     fut_spawn_at((rt), FUT_AS_FUTURE(f), (size), (join), __FILE__, __LINE__)
+/** The function behind fut_spawn(), which passes its call site as 'file' and
+ * 'line' (for task dumps and debug reports). */
 FUT_EXTERN int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
                             size_t size, struct fut_join *join,
                             const char *file, int line);
 
-/* Spawns a thread-affine task on the current thread's runtime (Tokio's
+/** Spawns a thread-affine task on the current thread's runtime (Tokio's
  * spawn_local): like fut_spawn, but on the multi-thread runtime the task
  * is polled and dropped only on the worker that spawned it - never
  * stolen, never dropped by another thread (an abort from elsewhere is
@@ -221,52 +229,55 @@ FUT_EXTERN int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
  * an empty handle. Thread: a runtime's thread (see above). */
 #define fut_spawn_local(f, size, join)                                        \
     fut_spawn_local_at(FUT_AS_FUTURE(f), (size), (join), __FILE__, __LINE__)
+/** The function behind fut_spawn_local(), which passes its call site as
+ * 'file' and 'line' (for task dumps and debug reports). */
 FUT_EXTERN int fut_spawn_local_at(const struct fut_future *f, size_t size,
                                   struct fut_join *join, const char *file,
                                   int line);
 
 /* ----------------------------------------------------------- introspection */
 
+/** A runtime's counters (fut_runtime_stats, fut_runtime_worker_stats). */
 struct fut_rt_stats {
-    uint64_t spawned;      /* tasks spawned so far */
-    uint64_t alive;        /* tasks not yet freed (per worker: tasks
+    uint64_t spawned;      /**< tasks spawned so far */
+    uint64_t alive;        /**< tasks not yet freed (per worker: tasks
                               spawned on it that have not completed) */
-    uint64_t polls;        /* task polls */
-    uint64_t remote_wakes; /* tasks queued from other threads (per worker:
+    uint64_t polls;        /**< task polls */
+    uint64_t remote_wakes; /**< tasks queued from other threads (per worker:
                               thread-affine tasks queued to it, counted
                               when the worker takes them) */
-    uint64_t parks;        /* times the runtime thread went to sleep */
-    uint64_t budget_yields;/* polls that ended because the budget ran out */
-    /* multi-thread runtime (0 on the current-thread one) */
-    uint64_t unparks;      /* a sleeping worker woke up with work to do */
-    uint64_t steals;       /* successful steals from other workers */
-    uint64_t stolen;       /* tasks those steals moved */
-    uint64_t lifo_hits;    /* polls of a task taken from the LIFO slot */
-    uint64_t global_polls; /* tasks taken from the global queue */
-    uint64_t park_spins;   /* parks that watched for a wake before sleeping
+    uint64_t parks;        /**< times the runtime thread went to sleep */
+    uint64_t budget_yields;/**< polls that ended because the budget ran out */
+    /** multi-thread runtime (0 on the current-thread one) */
+    uint64_t unparks;      /**< a sleeping worker woke up with work to do */
+    uint64_t steals;       /**< successful steals from other workers */
+    uint64_t stolen;       /**< tasks those steals moved */
+    uint64_t lifo_hits;    /**< polls of a task taken from the LIFO slot */
+    uint64_t global_polls; /**< tasks taken from the global queue */
+    uint64_t park_spins;   /**< parks that watched for a wake before sleeping
                               (park_spin_ns) */
-    uint64_t park_spin_hits; /* of those, the ones a wake ended: no sleep */
-    uint64_t workers;      /* worker threads (1 for current-thread; 1 in
+    uint64_t park_spin_hits; /**< of those, the ones a wake ended: no sleep */
+    uint64_t workers;      /**< worker threads (1 for current-thread; 1 in
                               one worker's statistics) */
-    uint64_t park_spin_bound_ns; /* the bound of the next park spin (ns;
+    uint64_t park_spin_bound_ns; /**< the bound of the next park spin (ns;
                               0: the spin is off); in the totals the
                               largest of the workers' */
 };
 
-/* The I/O backend 'rt' runs on: "epoll" or "io_uring" ("none" for a
+/** The I/O backend 'rt' runs on: "epoll" or "io_uring" ("none" for a
  * runtime made with no_driver). Static for the runtime's life. Thread:
  * any. See fut_io_backend_error (io.h) for why a backend was not had. */
 FUT_EXTERN const char *fut_runtime_backend(struct fut_runtime *rt);
 
-/* A snapshot of the runtime's counters, summed over its workers; readable
+/** A snapshot of the runtime's counters, summed over its workers; readable
  * from any thread while it runs (values may be slightly stale). */
 FUT_EXTERN void fut_runtime_stats(struct fut_runtime *rt,
                                   struct fut_rt_stats *out);
 
-/* Number of worker threads (1 for the current-thread runtime). */
+/** Number of worker threads (1 for the current-thread runtime). */
 FUT_EXTERN int fut_runtime_workers(struct fut_runtime *rt);
 
-/* The counters of worker 'worker' (0 .. fut_runtime_workers() - 1) alone:
+/** The counters of worker 'worker' (0 .. fut_runtime_workers() - 1) alone:
  * what it spawned, polled, stole, ... Returns 0, or FUT_EINVAL for a bad
  * index. Thread: any, at any time while the runtime exists. */
 FUT_EXTERN int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,

@@ -1,4 +1,5 @@
-/* fut task scopes (structured concurrency, C16) and graceful shutdown.
+/** \file
+ * fut task scopes (structured concurrency, C16) and graceful shutdown.
  *
  * A scope is a nursery (libdill's bundle, Trio's nursery, Tokio's
  * JoinSet made strict): tasks spawned into it are its children, and
@@ -61,18 +62,18 @@
 
 FUT_BEGIN_DECLS
 
-/* Failure policies (fut_scope_init's 'policy'). */
+/** Failure policies (fut_scope_init's 'policy'). */
 enum fut_scope_policy {
-    /* The first failing child cancels its siblings (they are dropped;
+    /** The first failing child cancels its siblings (they are dropped;
      * they report FUT_ECANCELED) and the scope completes with its error.
      * Spawns into the scope fail with FUT_ECANCELED from then on. */
     FUT_SCOPE_FAIL_FAST = 0,
-    /* Supervisor: a failing child is counted and reported; its siblings
+    /** Supervisor: a failing child is counted and reported; its siblings
      * keep running. The scope's result is still the first error. */
     FUT_SCOPE_SUPERVISE = 1
 };
 
-/* The scope: a future over its children. Output (valid once READY):
+/** The scope: a future over its children. Output (valid once READY):
  * 'result' = 0 when every child completed without failing; the first
  * failing child's result; or FUT_ECANCELED when the scope was cancelled
  * (fut_scope_cancel, or FAIL_FAST after an error reports the error).
@@ -89,22 +90,22 @@ enum fut_scope_policy {
  * for their drops, see above); results of children that finished before
  * are already in their destinations. */
 struct fut_scope {
-    struct fut_future base;
-    int result;         /* output */
-    uint64_t failed;    /* output */
-    uint64_t cancelled; /* output */
-    uint64_t spawned;   /* read-only */
-    struct fut_token token; /* private: use fut_scope_token */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    int result;         /**< output */
+    uint64_t failed;    /**< output */
+    uint64_t cancelled; /**< output */
+    uint64_t spawned;   /**< read-only */
+    struct fut_token token; /**< private: use fut_scope_token */
     uintptr_t priv_[14];
 };
 
-/* Initialises 's' to spawn into 'rt' (NULL: fut_runtime_current(); when
+/** Initialises 's' to spawn into 'rt' (NULL: fut_runtime_current(); when
  * there is none, spawns fail with FUT_EINVAL) with 'policy' (enum
  * fut_scope_policy). 's' must not move afterwards. Thread: any. */
 FUT_EXTERN void fut_scope_init(struct fut_scope *s, struct fut_runtime *rt,
                                int policy);
 
-/* The same, with the scope's token a child of 'parent' (cancelling
+/** The same, with the scope's token a child of 'parent' (cancelling
  * 'parent' cancels the token that the scope's children read; it does not
  * drop them - that is fut_scope_cancel's job). 'parent' must outlive the
  * scope. Pass fut_scope_token(outer) to nest scopes. */
@@ -112,35 +113,43 @@ FUT_EXTERN void fut_scope_init_child(struct fut_scope *s,
                                      struct fut_runtime *rt, int policy,
                                      struct fut_token *parent);
 
-/* What a spawn records besides the child itself; all optional
+/** \struct fut_scope_opts
+ * What a spawn records besides the child itself; all optional
  * (fut_scope_opts_init: none). */
-#define FUT_SCOPE_NONE ((uint32_t)0xffffffffu)
+#define FUT_SCOPE_NONE ((uint32_t)0xffffffffu) /**< no such member */
 struct fut_scope_opts {
-    uint32_t result_off; /* offset of an 'int' result member in the child
+    uint32_t result_off; /**< offset of an 'int' result member in the child
                             future (FUT_SCOPE_RESULT), or FUT_SCOPE_NONE:
                             the child's result is 0 when it completes */
-    uint32_t value_off;  /* offset of an 'intptr_t' output member, copied
+    uint32_t value_off;  /**< offset of an 'intptr_t' output member, copied
                             into fut_scope_done.value, or FUT_SCOPE_NONE */
-    uint32_t out_off;    /* output bytes copied to 'out_dst' when the
+    uint32_t out_off;    /**< output bytes copied to 'out_dst' when the
                             child completes (FUT_SCOPE_OUTPUT) */
-    uint32_t out_len;    /* 0: none */
-    void *out_dst;       /* caller storage; must live as long as the
+    uint32_t out_len;    /**< 0: none */
+    void *out_dst;       /**< caller storage; must live as long as the
                             scope (children cannot outlive it) */
-    int *result_dst;     /* NULL, or where the child's result is stored
+    int *result_dst;     /**< NULL, or where the child's result is stored
                             when it finishes (FUT_ECANCELED if dropped) */
-    intptr_t tag;        /* copied into fut_scope_done.tag */
+    intptr_t tag;        /**< copied into fut_scope_done.tag */
 };
 
+/** Fills 'o' with the defaults: no result or value member (FUT_SCOPE_NONE),
+ * no output copy, no result destination, tag 0. */
 FUT_EXTERN void fut_scope_opts_init(struct fut_scope_opts *o);
+/** Sets o->result_off to 'member' (an int) of the child's struct 'type'. */
 #define FUT_SCOPE_RESULT(o, type, member)                                     \
     ((o)->result_off = (uint32_t)offsetof(type, member))
+/** Sets o->value_off to 'member' (an intptr_t) of the child's struct
+ * 'type'. */
 #define FUT_SCOPE_VALUE(o, type, member)                                      \
     ((o)->value_off = (uint32_t)offsetof(type, member))
+/** Has 'member' of the child's struct 'type' copied to 'dst' when the
+ * child completes (sets out_off, out_len, out_dst). */
 #define FUT_SCOPE_OUTPUT(o, type, member, dst)                                \
     ((o)->out_off = (uint32_t)offsetof(type, member),                         \
      (o)->out_len = (uint32_t)sizeof(((type *)0)->member), (o)->out_dst = (dst))
 
-/* Spawns a copy of the future 'f' ('size' bytes, never polled, holding no
+/** Spawns a copy of the future 'f' ('size' bytes, never polled, holding no
  * pointer into itself: the fut_spawn rules) as a child of 's'. 'opts' may
  * be NULL. Returns 0; FUT_ECANCELED when the scope is cancelled (or is
  * being dropped); FUT_EINVAL (no runtime), FUT_ESHUTDOWN, FUT_ENOMEM as
@@ -150,12 +159,14 @@ FUT_EXTERN void fut_scope_opts_init(struct fut_scope_opts *o);
 #define fut_scope_spawn(s, f, size, opts)                                     \
     fut_scope_spawn_at((s), FUT_AS_FUTURE(f), (size), (opts), __FILE__,       \
                        __LINE__)
+/** The function behind fut_scope_spawn(), which passes its call site as
+ * 'file' and 'line' (for task dumps and debug reports). */
 FUT_EXTERN int fut_scope_spawn_at(struct fut_scope *s,
                                   const struct fut_future *f, size_t size,
                                   const struct fut_scope_opts *opts,
                                   const char *file, int line);
 
-/* Cancels the scope: its token is cancelled, every child is aborted
+/** Cancels the scope: its token is cancelled, every child is aborted
  * (idle: dropped before this returns where the runtime allows it - any
  * thread on the multi-thread runtime, the runtime's thread on the
  * current-thread one; running: right after its poll; queued: when its
@@ -164,24 +175,24 @@ FUT_EXTERN int fut_scope_spawn_at(struct fut_scope *s,
  * gone. Idempotent. Thread: any. */
 FUT_EXTERN void fut_scope_cancel(struct fut_scope *s);
 
-/* The scope's token (cancelled by fut_scope_cancel, by a FAIL_FAST
+/** The scope's token (cancelled by fut_scope_cancel, by a FAIL_FAST
  * failure, and with the parent token given at init). Children read it to
  * wind down; valid as long as the scope. Thread: any. */
 FUT_EXTERN struct fut_token *fut_scope_token(struct fut_scope *s);
 
-/* Children not yet finished plus finished ones whose record nobody took
+/** Children not yet finished plus finished ones whose record nobody took
  * yet (a snapshot). Thread: any. */
 FUT_EXTERN uint64_t fut_scope_outstanding(struct fut_scope *s);
 
-/* The record of a finished child. */
+/** The record of a finished child. */
 struct fut_scope_done {
-    intptr_t tag;   /* the spawn's opts->tag */
-    intptr_t value; /* the child's value member (opts->value_off), or 0 */
-    int result;     /* its result (see the top); FUT_ECANCELED: dropped */
-    int completed;  /* 1: it ran to completion; 0: it was dropped */
+    intptr_t tag;   /**< the spawn's opts->tag */
+    intptr_t value; /**< the child's value member (opts->value_off), or 0 */
+    int result;     /**< its result (see the top); FUT_ECANCELED: dropped */
+    int completed;  /**< 1: it ran to completion; 0: it was dropped */
 };
 
-/* fut_scope_next: the next finished child, in the order they finished.
+/** fut_scope_next: the next finished child, in the order they finished.
  * Output: 'has' = 1 with 'done' filled in; or 'has' = 0 when no child is
  * outstanding (none running, no record left) - the end, for now: a later
  * spawn makes a new fut_scope_next find more. Polls after READY return
@@ -189,29 +200,31 @@ struct fut_scope_done {
  * cancel-safe: a record is taken only by the poll that returns READY
  * with it. Thread: the scope's owner. */
 struct fut_scope_next {
-    struct fut_future base;
-    struct fut_scope *scope;     /* private */
-    int has;                     /* output */
-    struct fut_scope_done done;  /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_scope *scope;     /**< private */
+    int has;                     /**< output */
+    struct fut_scope_done done;  /**< output */
 };
 
+/** Initialises 'n' over 's' (which must outlive it). */
 FUT_EXTERN void fut_scope_next_init(struct fut_scope_next *n,
                                     struct fut_scope *s);
 
-/* The same as a stream (C15) of struct fut_scope_done items: END once no
+/** The same as a stream (C15) of struct fut_scope_done items: END once no
  * child is outstanding (and END for ever after, C15: use fut_scope_next
  * to go on after new spawns). cancel-safe. Thread: the scope's owner. */
 struct fut_scope_stream {
-    struct fut_stream base;
-    struct fut_scope *scope; /* private */
+    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_scope *scope; /**< private */
 };
 
+/** Initialises 'st' over 's' (which must outlive it). */
 FUT_EXTERN void fut_scope_stream_init(struct fut_scope_stream *st,
                                       struct fut_scope *s);
 
 /* ------------------------------------------------------ graceful shutdown */
 
-/* fut_shutdown: graceful shutdown of a scope, as one future.
+/** fut_shutdown: graceful shutdown of a scope, as one future.
  *
  *   1. waits for a signal on 'sig' (a handle from fut_signal_open, e.g.
  *      for SIGINT and SIGTERM; NULL: none), for 'trigger' to be cancelled
@@ -236,23 +249,23 @@ FUT_EXTERN void fut_scope_stream_init(struct fut_scope_stream *st,
  * scope is untouched (it is the caller's). Must not move after its first
  * poll. */
 struct fut_shutdown {
-    struct fut_future base;
-    int result;        /* output */
-    int signo;         /* output */
-    uint64_t dropped;  /* output */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    int result;        /**< output */
+    int signo;         /**< output */
+    uint64_t dropped;  /**< output */
     /* private */
-    struct fut_scope *scope;
-    struct fut_token *trigger;
-    int64_t grace_ns;
-    struct fut_io *sig;
-    int stage;
-    uint64_t cancelled0;
-    struct fut_signal_recv rx;
-    struct fut_token_wait tw;
-    struct fut_sleep sleep;
+    struct fut_scope *scope;   /**< private: the scope shut down */
+    struct fut_token *trigger; /**< private: starts the shutdown, or NULL */
+    int64_t grace_ns;          /**< private: the grace period */
+    struct fut_io *sig;        /**< private: signals that start it, or NULL */
+    int stage;                 /**< private: where it is (shutdown.c) */
+    uint64_t cancelled0;       /**< private: 'cancelled' when the grace ended */
+    struct fut_signal_recv rx; /**< private: waits for a signal */
+    struct fut_token_wait tw;  /**< private: waits for the trigger */
+    struct fut_sleep sleep;    /**< private: the grace period's timer */
 };
 
-/* Initialises 'sd' over 'scope' (initialised; outlives 'sd'); 'grace_ns'
+/** Initialises 'sd' over 'scope' (initialised; outlives 'sd'); 'grace_ns'
  * < 0: wait for ever (never drop). Thread: any. */
 FUT_EXTERN void fut_shutdown_init(struct fut_shutdown *sd,
                                   struct fut_scope *scope,
@@ -261,7 +274,7 @@ FUT_EXTERN void fut_shutdown_init(struct fut_shutdown *sd,
 
 /* -------------------------------------------------------- await-tree dump */
 
-/* Writes the live tree of the runtime's tasks into 'buf' (NUL-terminated,
+/** Writes the live tree of the runtime's tasks into 'buf' (NUL-terminated,
  * truncated to 'len'): one entry per task - its future's name, spawn site
  * (debug builds), then indented the futures it is waiting on (each
  * future's 'awaiting' child, or all of its 'children'), scopes with their

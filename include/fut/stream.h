@@ -1,4 +1,5 @@
-/* Streams: a sequence of items produced asynchronously (C15).
+/** \file
+ * Streams: a sequence of items produced asynchronously (C15).
  *
  * A stream is a struct whose first member is the common header 'struct
  * fut_stream' (as a future's is 'struct fut_future'). Polling it for the
@@ -30,40 +31,41 @@ FUT_BEGIN_DECLS
 
 /* ------------------------------------------------------------ interface */
 
-/* Results of poll_next besides FUT_PENDING (0). */
+/** Results of poll_next besides FUT_PENDING (0). */
 enum fut_stream_result { FUT_STREAM_ITEM = 1, FUT_STREAM_END = 2 };
 
 struct fut_stream;
 
+/** The functions of a stream type: poll_next, drop and a name. */
 struct fut_stream_vtable {
-    /* Non-blocking: FUT_STREAM_ITEM with the next item copied to 'item'
+    /** Non-blocking: FUT_STREAM_ITEM with the next item copied to 'item'
      * ('item_size' bytes), FUT_STREAM_END, or FUT_PENDING having
      * registered cx->waker. Never blocks (C6). Call it through
      * fut_stream_poll_next, which makes END final (C15). */
     int (*poll_next)(struct fut_stream *s, struct fut_context *cx,
                      void *item);
-    /* Releases everything the stream holds, in any state (C11); drops
+    /** Releases everything the stream holds, in any state (C11); drops
      * the inner stream of an adaptor. Never frees the stream's own
      * storage. May be NULL when there is nothing to release. */
     void (*drop)(struct fut_stream *s);
-    /* Name shown in dumps and debug reports. */
+    /** Name shown in dumps and debug reports. */
     const char *name;
 };
 
-/* The common header: the first member of every stream struct. */
+/** The common header: the first member of every stream struct. */
 struct fut_stream {
-    const struct fut_stream_vtable *vt;
-    size_t item_size; /* read-only: bytes of one item (> 0) */
-    uint32_t flags;   /* FUT_SF_* below */
+    const struct fut_stream_vtable *vt; /**< the stream's type */
+    size_t item_size; /**< read-only: bytes of one item (> 0) */
+    uint32_t flags;   /**< FUT_SF_* below */
 };
 
-#define FUT_SF_ENDED 1u   /* poll_next returned FUT_STREAM_END: final */
-#define FUT_SF_DROPPED 2u /* drop ran; the stream may not be polled */
+#define FUT_SF_ENDED 1u   /**< poll_next returned FUT_STREAM_END: final */
+#define FUT_SF_DROPPED 2u /**< drop ran; the stream may not be polled */
 
-/* Any stream struct whose first member is a struct fut_stream. */
+/** Any stream struct whose first member is a struct fut_stream. */
 #define FUT_AS_STREAM(p) ((struct fut_stream *)(void *)(p))
 
-/* Initialises the header; every *_init of a stream calls it. */
+/** Initialises the header; every *_init of a stream calls it. */
 static inline void fut_stream_init(struct fut_stream *s,
                                    const struct fut_stream_vtable *vt,
                                    size_t item_size)
@@ -75,7 +77,7 @@ static inline void fut_stream_init(struct fut_stream *s,
     s->flags = 0;
 }
 
-/* Polls 's' for its next item into 'item' (a buffer of s->item_size
+/** Polls 's' for its next item into 'item' (a buffer of s->item_size
  * bytes). Returns FUT_STREAM_ITEM, FUT_STREAM_END or FUT_PENDING (see
  * the file comment). Once it returned FUT_STREAM_END it returns it again
  * without running the stream, leaving 'item' untouched (C15, for every
@@ -94,7 +96,7 @@ static inline int fut_stream_poll_next(struct fut_stream *s,
     return r;
 }
 
-/* Drops 's': releases what it holds, in whatever state it is (C11).
+/** Drops 's': releases what it holds, in whatever state it is (C11).
  * Idempotent; cannot fail. The storage stays the caller's. */
 static inline void fut_stream_drop(struct fut_stream *s)
 {
@@ -105,39 +107,40 @@ static inline void fut_stream_drop(struct fut_stream *s)
         s->vt->drop(s);
 }
 
-/* 1 once 's' has returned FUT_STREAM_END. */
+/** 1 once 's' has returned FUT_STREAM_END. */
 static inline int fut_stream_is_ended(const struct fut_stream *s)
 {
     return (s->flags & FUT_SF_ENDED) != 0;
 }
 
-/* Scratch space for one item of up to FUT_STREAM_INLINE_ITEM bytes,
+/** Scratch space for one item of up to FUT_STREAM_INLINE_ITEM bytes,
  * embedded in the adaptors and consumers that must pull an item of their
  * inner stream before handing it on. Larger items need caller scratch. */
 #define FUT_STREAM_INLINE_ITEM 64
+/** The inline scratch space itself (see FUT_STREAM_INLINE_ITEM). */
 union fut_stream_item_buf {
-    long double align_ld_; /* alignment for any scalar item */
-    long long align_ll_;
-    void *align_p_;
-    unsigned char bytes[FUT_STREAM_INLINE_ITEM];
+    long double align_ld_; /**< alignment for any scalar item */
+    long long align_ll_;   /**< alignment for any scalar item */
+    void *align_p_;        /**< alignment for any scalar item */
+    unsigned char bytes[FUT_STREAM_INLINE_ITEM]; /**< the item */
 };
 
 /* --------------------------------------------------------------- sources */
 
-/* fut_stream_array: the items of an array, in order, then END. Never
+/** fut_stream_array: the items of an array, in order, then END. Never
  * PENDING. Each item is copied out. Holds nothing: drop does nothing.
  * Calls fut_coop_proceed before producing an item (it is a leaf, like a
  * ready future), so a consumer that loops over it still yields to other
  * tasks when the budget is spent (that poll returns FUT_PENDING).
  * Fields are private. */
 struct fut_stream_array {
-    struct fut_stream base;
-    const unsigned char *items;
-    size_t n;
-    size_t next;
+    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    const unsigned char *items; /**< private: the caller's array */
+    size_t n;                   /**< private: items in it */
+    size_t next;                /**< private: the next one to produce */
 };
 
-/* Initialises 's' over 'n' items of 'item_size' (> 0) bytes at 'items'
+/** Initialises 's' over 'n' items of 'item_size' (> 0) bytes at 'items'
  * (borrowed: the array must stay valid and unchanged while 's' is
  * polled). */
 FUT_EXTERN void fut_stream_array_init(struct fut_stream_array *s,
@@ -146,23 +149,23 @@ FUT_EXTERN void fut_stream_array_init(struct fut_stream_array *s,
 
 /* -------------------------------------------------------------- adaptors */
 
-/* Turns one inner item ('in') into one outer item ('out'). Runs inside
+/** Turns one inner item ('in') into one outer item ('out'). Runs inside
  * poll, on the polling thread. */
 typedef void (*fut_stream_map_fn)(const void *in, void *out, void *ud);
 
-/* fut_stream_map: each item of 'inner' passed through fn; END when the
+/** fut_stream_map: each item of 'inner' passed through fn; END when the
  * inner stream ends. PENDING when it is. Owns 'inner' (drop cascades).
  * Fields are private. */
 struct fut_stream_map {
-    struct fut_stream base;
-    struct fut_stream *inner;
-    fut_stream_map_fn fn;
-    void *ud;
-    void *scratch; /* caller's buffer for an inner item, or NULL */
-    union fut_stream_item_buf buf;
+    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream *inner; /**< private: owned */
+    fut_stream_map_fn fn;     /**< private */
+    void *ud;                 /**< private: passed to fn */
+    void *scratch; /**< caller's buffer for an inner item, or NULL */
+    union fut_stream_item_buf buf; /**< private: the inline buffer */
 };
 
-/* Initialises 'm' over 'inner', producing items of 'item_size' bytes.
+/** Initialises 'm' over 'inner', producing items of 'item_size' bytes.
  * 'scratch' holds one inner item while fn runs: NULL uses the inline
  * buffer (the inner item must fit in FUT_STREAM_INLINE_ITEM bytes;
  * aborts otherwise), or caller storage of inner->item_size bytes that
@@ -172,45 +175,49 @@ FUT_EXTERN void fut_stream_map_init(struct fut_stream_map *m,
                                     size_t item_size, fut_stream_map_fn fn,
                                     void *ud, void *scratch);
 
-/* Keeps an item when it returns nonzero. Runs inside poll. */
+/** Keeps an item when it returns nonzero. Runs inside poll. */
 typedef int (*fut_stream_pred_fn)(const void *item, void *ud);
 
-/* fut_stream_filter: the items of 'inner' for which pred returns nonzero
+/** fut_stream_filter: the items of 'inner' for which pred returns nonzero
  * (same item size); END when the inner stream ends. One poll pulls inner
  * items until one is kept, the inner stream is PENDING (so is the filter)
  * or it ends; rejected items are gone. Owns 'inner'. Fields are
  * private. */
 struct fut_stream_filter {
-    struct fut_stream base;
-    struct fut_stream *inner;
-    fut_stream_pred_fn pred;
-    void *ud;
+    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream *inner; /**< private: owned */
+    fut_stream_pred_fn pred;  /**< private */
+    void *ud;                 /**< private: passed to pred */
 };
 
+/** Initialises 'fl' over 'inner' (now owned by 'fl'), keeping the items
+ * for which pred(item, ud) returns nonzero. */
 FUT_EXTERN void fut_stream_filter_init(struct fut_stream_filter *fl,
                                        struct fut_stream *inner,
                                        fut_stream_pred_fn pred, void *ud);
 
-/* fut_stream_take: the first 'n' items of 'inner', then END (without
+/** fut_stream_take: the first 'n' items of 'inner', then END (without
  * polling the inner stream again); END earlier if the inner stream ends.
  * Owns 'inner' (dropped with the take, not when the count runs out).
  * Fields are private. */
 struct fut_stream_take {
-    struct fut_stream base;
-    struct fut_stream *inner;
-    size_t left;
+    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream *inner; /**< private: owned */
+    size_t left;              /**< private: items still to pass on */
 };
 
+/** Initialises 't' over 'inner' (now owned by 't'), passing on its first
+ * 'n' items. */
 FUT_EXTERN void fut_stream_take_init(struct fut_stream_take *t,
                                      struct fut_stream *inner, size_t n);
 
 /* ----------------------------------------------- consumers (as futures) */
 
-/* Folds one item into the accumulator; returns the new accumulator. */
+/** Folds one item into the accumulator; returns the new accumulator. */
 typedef intptr_t (*fut_stream_fold_fn)(intptr_t acc, const void *item,
                                        void *ud);
 
-/* fut_stream_fold: a future that pulls every item of 's' and folds it
+/** fut_stream_fold: a future that pulls every item of 's' and folds it
  * into 'acc' (acc = fn(acc, item, ud)); READY when the stream ends.
  * Output: 'acc'. Polls after READY return READY with 'acc' unchanged.
  * Owns 's' (dropped with the fold).
@@ -218,27 +225,27 @@ typedef intptr_t (*fut_stream_fold_fn)(intptr_t acc, const void *item,
  * stream or already folded into 'acc' (which stays readable after the
  * drop); none is pulled and lost in between. */
 struct fut_stream_fold {
-    struct fut_future base;
-    struct fut_stream *s;      /* private */
-    fut_stream_fold_fn fn;     /* private */
-    void *ud;                  /* private */
-    void *scratch;             /* private: see fut_stream_map_init */
-    int done;                  /* private */
-    intptr_t acc;              /* output */
-    union fut_stream_item_buf buf; /* private */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_stream *s;      /**< private */
+    fut_stream_fold_fn fn;     /**< private */
+    void *ud;                  /**< private */
+    void *scratch;             /**< private: see fut_stream_map_init */
+    int done;                  /**< private */
+    intptr_t acc;              /**< output */
+    union fut_stream_item_buf buf; /**< private */
 };
 
-/* Initialises 'f' over 's' with the accumulator starting at 'init'.
+/** Initialises 'f' over 's' with the accumulator starting at 'init'.
  * 'scratch': as for fut_stream_map_init (one item of s->item_size). */
 FUT_EXTERN void fut_stream_fold_init(struct fut_stream_fold *f,
                                      struct fut_stream *s, intptr_t init,
                                      fut_stream_fold_fn fn, void *ud,
                                      void *scratch);
 
-/* Called for each item; returns 0 to go on, anything else to stop. */
+/** Called for each item; returns 0 to go on, anything else to stop. */
 typedef int (*fut_stream_each_fn)(const void *item, void *ud);
 
-/* fut_stream_for_each: a future that calls fn on every item of 's'; READY
+/** fut_stream_for_each: a future that calls fn on every item of 's'; READY
  * when the stream ends (result 0) or when fn returned nonzero (result =
  * that value; the rest of the stream is left unread, and dropped with the
  * for_each). Output: 'result', and 'count' = the items fn was called on.
@@ -246,23 +253,25 @@ typedef int (*fut_stream_each_fn)(const void *item, void *ud);
  * Cancel safety: that of the stream: an item is either still in the
  * stream or fn has run on it ('count' says how many did). */
 struct fut_stream_for_each {
-    struct fut_future base;
-    struct fut_stream *s;      /* private */
-    fut_stream_each_fn fn;     /* private */
-    void *ud;                  /* private */
-    void *scratch;             /* private */
-    int done;                  /* private */
-    int result;                /* output */
-    size_t count;              /* output */
-    union fut_stream_item_buf buf; /* private */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_stream *s;      /**< private */
+    fut_stream_each_fn fn;     /**< private */
+    void *ud;                  /**< private */
+    void *scratch;             /**< private */
+    int done;                  /**< private */
+    int result;                /**< output */
+    size_t count;              /**< output */
+    union fut_stream_item_buf buf; /**< private */
 };
 
+/** Initialises 'f' over 's' (now owned by 'f') calling fn(item, ud).
+ * 'scratch': as for fut_stream_map_init (one item of s->item_size). */
 FUT_EXTERN void fut_stream_for_each_init(struct fut_stream_for_each *f,
                                          struct fut_stream *s,
                                          fut_stream_each_fn fn, void *ud,
                                          void *scratch);
 
-/* fut_stream_collect: a future that pulls every item of 's' into one
+/** fut_stream_collect: a future that pulls every item of 's' into one
  * growing buffer allocated through the allocator hook (only when an item
  * arrives and there is no room left: an empty stream allocates nothing);
  * READY when the stream ends. Output: 'result' = 0 with 'items' holding
@@ -279,21 +288,22 @@ FUT_EXTERN void fut_stream_for_each_init(struct fut_stream_for_each *f,
  * loses-data: dropping it before READY frees the items collected so far
  * (they were pulled from the stream). */
 struct fut_stream_collect {
-    struct fut_future base;
-    struct fut_stream *s; /* private */
-    size_t item_size;     /* private: s->item_size */
-    size_t cap;           /* private: items the buffer holds */
-    int done;             /* private */
-    int result;           /* output */
-    void *items;          /* output: see above */
-    size_t len;           /* output: items in 'items' */
-    union fut_stream_item_buf buf; /* private: an item before it has room */
+    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_stream *s; /**< private */
+    size_t item_size;     /**< private: s->item_size */
+    size_t cap;           /**< private: items the buffer holds */
+    int done;             /**< private */
+    int result;           /**< output */
+    void *items;          /**< output: see above */
+    size_t len;           /**< output: items in 'items' */
+    union fut_stream_item_buf buf; /**< private: an item before it has room */
 };
 
+/** Initialises 'c' over 's' (now owned by 'c'). */
 FUT_EXTERN void fut_stream_collect_init(struct fut_stream_collect *c,
                                         struct fut_stream *s);
 
-/* Frees the buffer of a collect that completed with result 0 (before or
+/** Frees the buffer of a collect that completed with result 0 (before or
  * after the future was dropped); 'items' is NULL and 'len' 0 afterwards.
  * No-op when there is no buffer. */
 FUT_EXTERN void fut_stream_collect_release(struct fut_stream_collect *c);

@@ -2,6 +2,8 @@
 # Installs a built tree into a scratch prefix and builds a consumer three
 # ways: pkg-config + shared lib, pkg-config --static + static lib, and
 # CMake find_package(fut). Each consumer runs a task and checks the result.
+# When the build made the API reference (FUT_BUILD_DOCS), the man pages
+# and the HTML must be installed too.
 #   check.sh BUILD_DIR SCRATCH_DIR
 set -euo pipefail
 build=$1
@@ -43,4 +45,29 @@ cmake --build "$scratch/cmake" >/dev/null
 so=$(find "$prefix" -name 'libfut.so.0*' -type f | head -n1)
 bad=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^fut_' | grep -v '^FUT_' || true)
 if [ -n "$bad" ]; then echo "unexpected exports: $bad" >&2; exit 1; fi
-echo "install check: pkg-config shared, static, find_package: ok"
+
+# The API reference: every public function has a man page of its own
+# (a '.so' link to its header's page, which must be installed with it);
+# the link pages of struct members are not installed.
+docs=""
+if grep -q '^FUT_BUILD_DOCS:BOOL=ON$' "$build/CMakeCache.txt"; then
+    page=$(find "$prefix" -path '*/man3/fut_spawn.3' | head -n1)
+    if [ -z "$page" ]; then echo "no man page fut_spawn.3 installed" >&2; exit 1; fi
+    man3=$(dirname "$page")
+    for name in fut_spawn fut_version fut_runtime_new fut_mpsc_new; do
+        f=$man3/$name.3
+        [ -f "$f" ] || { echo "no man page $name.3" >&2; exit 1; }
+        target=$(sed -n 's/^\.so //p' "$f")
+        if [ -n "$target" ] && [ ! -f "$(dirname "$man3")/$target" ]; then
+            echo "$name.3 links to $target, which is not installed" >&2
+            exit 1
+        fi
+    done
+    if [ -e "$man3/base.3" ]; then echo "member link page base.3 installed" >&2; exit 1; fi
+    if [ -z "$(find "$prefix" -path '*/doc/fut/html/index.html')" ]; then
+        echo "no HTML reference installed" >&2
+        exit 1
+    fi
+    docs=", man pages, HTML"
+fi
+echo "install check: pkg-config shared, static, find_package$docs: ok"
