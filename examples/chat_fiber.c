@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cmdline.h"
 #include "fut.h"
 
 struct msg { size_t len; char text[1024]; }; /* a line or a piece of one */
@@ -94,13 +95,36 @@ static intptr_t acceptor(void *arg)
     return 0;
 }
 
+static const char usage_text[] =
+    "usage: chat_fiber [--workers N] PORT\n"
+    "  A TCP chat server: every line goes to every other client.\n"
+    "  PORT 0: any free port (printed).\n"
+    "  --workers N   N >= 1: the multi-thread runtime with N workers\n"
+    "                (0, the default: the current-thread runtime)\n"
+    "  -h, --help    this text\n";
+
+/* [--workers N] PORT: 0, 1 (--help) or -1 (a bad argument, said). */
+static int parse_args(int argc, char **argv, int *workers, int *port)
+{
+    for (int i = 1; i < argc; i++) {
+        if (ex_is_help(argv[i]))
+            return 1;
+        if (ex_server_arg("chat_fiber", argc, argv, &i, workers, port) < 0)
+            return -1;
+    }
+    return *port < 0 ? ex_bad("chat_fiber", "missing", "PORT") : 0;
+}
+
 int main(int argc, char **argv)
 {
-    int w = argc > 3 ? atoi(argv[2]) : 0, s[] = {SIGINT, SIGTERM};
+    int w = 0, port = -1, s[] = {SIGINT, SIGTERM};
+    int r = parse_args(argc, argv, &w, &port);
+    if (r != 0)
+        return ex_usage(r > 0, usage_text);
     struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};
     struct fut_runtime *rt; struct sockaddr_storage ss; socklen_t len;
-    if (argc < 2 || fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
-        fut_addr_parse(NULL, atoi(argv[argc - 1]), &ss, &len) ||
+    if (fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
+        fut_addr_parse(NULL, port, &ss, &len) ||
         fut_tcp_listen((struct sockaddr *)&ss, len, 0, &ln) ||
         fut_io_local_addr(ln, &ss, &len))
         return 2; /* cannot start: what was made dies with the process */
@@ -109,8 +133,8 @@ int main(int argc, char **argv)
     struct fut_shutdown sd; /* signal -> token -> 2 s grace -> cancel */
     fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);
     fut_shutdown_init(&sd, &scope, NULL, sig, 2000LL * 1000 * 1000);
-    int r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
-            fut_block_on(rt, &sd.base);
+    r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
+        fut_block_on(rt, &sd.base);
     fut_drop(&scope.base);
     fut_io_close(ln);
     fut_runtime_free(rt);

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "fut.h"
 
 #define GRACE_NS (5LL * 1000 * 1000 * 1000) /* shutdown: time given to
@@ -319,48 +320,52 @@ FUT_ASYNC_VTABLE(dumper_vt, "sigusr1_dumper", dumper_poll, NULL);
 
 /* ----------------------------------------------------------------- main */
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: echo_server [--workers N] [--host ADDR] "
-                    "[--idle-timeout S] PORT\n");
-    return 2;
-}
+static const char usage_text[] =
+    "usage: echo_server [--workers N] [--host ADDR] [--idle-timeout S] "
+    "PORT\n"
+    "  A TCP echo server. PORT 0: any free port (printed).\n"
+    "  --workers N        N >= 1: the multi-thread runtime with N workers\n"
+    "                     (0, the default: the current-thread runtime)\n"
+    "  --host ADDR        the address to listen on (default 127.0.0.1)\n"
+    "  --idle-timeout S   close a connection idle for S seconds\n"
+    "  -h, --help         this text\n";
 
-/* Parses the command line; 0 or -1 (usage). */
+/* Parses the command line: 0, 1 (--help) or -1 (a bad argument, said). */
 static int parse_args(int argc, char **argv, int *workers, const char **host,
                       int *port)
 {
+    static const char prog[] = "echo_server";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--workers") && i + 1 < argc)
-            *workers = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--host") && i + 1 < argc)
-            *host = argv[++i];
-        else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
-            char *end;
-            double s = strtod(argv[++i], &end);
-            if (*end || !(s > 0 && s < 1e6))
+        const char *a = argv[i], *v;
+        if (ex_is_help(a))
+            return 1;
+        if (!strcmp(a, "--host")) {
+            if (!(*host = ex_value(prog, argc, argv, &i)))
                 return -1;
-            idle_ns = (int64_t)(s * 1e9);
-        } else if (i == argc - 1)
-            *port = atoi(argv[i]);
-        else
+        } else if (!strcmp(a, "--idle-timeout")) {
+            if (!(v = ex_value(prog, argc, argv, &i)) ||
+                !ex_secs(prog, "--idle-timeout", v, &idle_ns))
+                return -1;
+        } else if (ex_server_arg(prog, argc, argv, &i, workers, port) < 0) {
             return -1;
+        }
     }
-    return *port < 0 || *port > 65535 || *workers < 0 ? -1 : 0;
+    return *port < 0 ? ex_bad(prog, "missing", "PORT") : 0;
 }
 
 int main(int argc, char **argv)
 {
-    int workers = 0, port = -1;
+    int workers = 0, port = -1, r;
     const char *host = "127.0.0.1";
-    if (parse_args(argc, argv, &workers, &host, &port) < 0)
-        return usage();
+    r = parse_args(argc, argv, &workers, &host, &port);
+    if (r != 0)
+        return ex_usage(r > 0, usage_text);
 
     /* Signals first: threads started later inherit the blocked mask. */
     int sigs[2] = {SIGINT, SIGTERM}, usr1 = SIGUSR1;
     static struct server srv; /* big (the scope): not on the stack */
     memset(&srv, 0, sizeof srv);
-    int r = fut_signal_open(sigs, 2, &srv.sig);
+    r = fut_signal_open(sigs, 2, &srv.sig);
     if (r == 0)
         r = fut_signal_open(&usr1, 1, &srv.dumpsig);
     if (r < 0) {
@@ -369,8 +374,10 @@ int main(int argc, char **argv)
     }
     struct sockaddr_storage ss;
     socklen_t len;
-    if (fut_addr_parse(host, port, &ss, &len) != 0)
-        return usage();
+    if (fut_addr_parse(host, port, &ss, &len) != 0) {
+        ex_bad("echo_server", "bad address", host);
+        return ex_usage(0, usage_text);
+    }
     r = fut_tcp_listen((struct sockaddr *)&ss, len, 4096, &srv.listener);
     if (r < 0) {
         fprintf(stderr, "echo_server: listen %s:%d: %s\n", host, port,

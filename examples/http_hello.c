@@ -43,6 +43,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cmdline.h"
 #include "fut.h"
 
 /* ---------------------------------------------------------------- limits */
@@ -725,13 +726,17 @@ static int server_poll(struct fut_future *f, struct fut_context *cx)
 }
 FUT_ASYNC_VTABLE(server_vt, "server", server_poll, NULL);
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: http_hello [--workers N] [--host ADDR] "
-                    "[--header-timeout S] [--keepalive-timeout S] "
-                    "[--body-timeout S] [--send-timeout S] PORT\n");
-    return 2;
-}
+static const char usage_text[] =
+    "usage: http_hello [--workers N] [--host ADDR] [--header-timeout S] "
+    "[--keepalive-timeout S] [--body-timeout S] [--send-timeout S] PORT\n"
+    "  An HTTP/1.1 server answering \"Hello, world!\". PORT 0: any free\n"
+    "  port (printed).\n"
+    "  --workers N        N >= 1: the multi-thread runtime with N workers\n"
+    "                     (0, the default: the current-thread runtime)\n"
+    "  --host ADDR        the address to listen on (default 127.0.0.1)\n"
+    "  --header-timeout S, --keepalive-timeout S, --body-timeout S,\n"
+    "  --send-timeout S   the limits, in seconds\n"
+    "  -h, --help         this text\n";
 
 /* The options that set a limit (seconds, > 0). */
 static const struct {
@@ -744,51 +749,46 @@ static const struct {
     {"--send-timeout", &lim.send_ns},
 };
 
-/* Sets the limit named 'name' from 'arg': 1 done, 0 not a limit, -1 bad
- * value. */
-static int set_time_opt(const char *name, const char *arg)
+/* The limit option named 'name', or NULL. */
+static int64_t *time_opt(const char *name)
 {
-    for (size_t i = 0; i < sizeof time_opts / sizeof time_opts[0]; i++) {
-        if (strcmp(name, time_opts[i].name) != 0)
-            continue;
-        char *end;
-        double s = strtod(arg, &end);
-        if (*end || !(s > 0 && s < 1e6))
-            return -1;
-        *time_opts[i].ns = (int64_t)(s * 1e9);
-        return 1;
-    }
-    return 0;
+    for (size_t i = 0; i < sizeof time_opts / sizeof time_opts[0]; i++)
+        if (!strcmp(name, time_opts[i].name))
+            return time_opts[i].ns;
+    return NULL;
 }
 
-/* Parses the command line; 0 or -1 (usage). */
+/* Parses the command line: 0, 1 (--help) or -1 (a bad argument, said). */
 static int parse_args(int argc, char **argv, int *workers, const char **host,
                       int *port)
 {
+    static const char prog[] = "http_hello";
     for (int i = 1; i < argc; i++) {
-        int r = i + 1 < argc ? set_time_opt(argv[i], argv[i + 1]) : 0;
-        if (r < 0)
+        const char *a = argv[i], *v;
+        int64_t *ns = time_opt(a);
+        if (ex_is_help(a))
+            return 1;
+        if (ns) {
+            if (!(v = ex_value(prog, argc, argv, &i)) ||
+                !ex_secs(prog, a, v, ns))
+                return -1;
+        } else if (!strcmp(a, "--host")) {
+            if (!(*host = ex_value(prog, argc, argv, &i)))
+                return -1;
+        } else if (ex_server_arg(prog, argc, argv, &i, workers, port) < 0) {
             return -1;
-        if (r > 0)
-            i++;
-        else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
-            *workers = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--host") && i + 1 < argc)
-            *host = argv[++i];
-        else if (i == argc - 1)
-            *port = atoi(argv[i]);
-        else
-            return -1;
+        }
     }
-    return *port < 0 || *port > 65535 || *workers < 0 ? -1 : 0;
+    return *port < 0 ? ex_bad(prog, "missing", "PORT") : 0;
 }
 
 int main(int argc, char **argv)
 {
     int workers = 0, port = -1;
     const char *host = "127.0.0.1";
-    if (parse_args(argc, argv, &workers, &host, &port) < 0)
-        return usage();
+    int r = parse_args(argc, argv, &workers, &host, &port);
+    if (r != 0)
+        return ex_usage(r > 0, usage_text);
     init_token_chars();
     if (pthread_key_create(&cache_key, bufs_flush) != 0)
         return 1;
@@ -798,7 +798,7 @@ int main(int argc, char **argv)
     /* Signals first: threads started later inherit the blocked mask. */
     struct dumper d;
     fut_future_init(&d.base, &dumper_vt);
-    int r = fut_signal_open(sigs, 2, &srv.sig);
+    r = fut_signal_open(sigs, 2, &srv.sig);
     if (r == 0)
         r = fut_signal_open(&usr1, 1, &d.sig);
     if (r < 0) {
@@ -807,8 +807,10 @@ int main(int argc, char **argv)
     }
     struct sockaddr_storage ss;
     socklen_t len;
-    if (fut_addr_parse(host, port, &ss, &len) != 0)
-        return usage();
+    if (fut_addr_parse(host, port, &ss, &len) != 0) {
+        ex_bad("http_hello", "bad address", host);
+        return ex_usage(0, usage_text);
+    }
     r = fut_tcp_listen((struct sockaddr *)&ss, len, 4096, &srv.listener);
     if (r < 0) {
         fprintf(stderr, "http_hello: listen %s:%d: %s\n", host, port,

@@ -27,6 +27,8 @@
 
 #include <fut.h>
 
+#include "cmdline.h"
+
 static int failures;
 int tour_scope(struct fut_runtime *rt);
 
@@ -449,8 +451,22 @@ static void tour_sockets(struct fut_runtime *rt)
 
 int tour_pipeline(void); /* examples/tour_pipeline.c */
 
-int main(void)
+static const char usage_text[] =
+    "usage: tour\n"
+    "  A walk through fut's API, section by section, each checked; it\n"
+    "  takes no arguments. Exit 0: every check passed.\n"
+    "  -h, --help   this text\n";
+
+int main(int argc, char **argv)
 {
+    if (argc > 1) { /* --help, or an argument the tour does not take */
+        int help = ex_is_help(argv[1]) && argc == 2;
+        if (!help)
+            ex_bad("tour", ex_is_help(argv[1]) ? "extra argument"
+                                               : "unknown argument",
+                   argv[ex_is_help(argv[1]) ? 2 : 1]);
+        return ex_usage(help, usage_text);
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("fut tour: futures as write-once cells\n");
     struct fut_runtime *rt;

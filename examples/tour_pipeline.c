@@ -318,8 +318,18 @@ fail_rt:
 }
 
 #ifdef TOUR_PIPELINE_MAIN
-int main(void)
+#include "cmdline.h"
+
+int main(int argc, char **argv)
 {
+    if (argc > 1) { /* it takes no arguments: --help says so */
+        int help = argc == 2 && ex_is_help(argv[1]);
+        if (!help)
+            ex_bad("tour_pipeline", "unknown argument", argv[1]);
+        return ex_usage(help, "usage: tour_pipeline\n"
+                              "  The tour's pipeline section on its own "
+                              "(no arguments).\n");
+    }
     return tour_pipeline();
 }
 #endif

@@ -98,8 +98,6 @@ void fut__handle_check(const void *obj, uint32_t gen, const char *fn,
                        const void *caller);
 void fut__handle_end(const void *obj, uint32_t gen, const char *fn,
                      const void *caller);
-/* 1 while some registered handle refers to 'obj' (a scan: rare calls). */
-int fut__handle_obj_live(const void *obj);
 #define FUT_HANDLE_NEW(obj) fut__handle_new(obj)
 #define FUT_HANDLE_CHECK(obj, gen, fn)                                        \
     fut__handle_check((obj), (gen), (fn), FUT__CALLER)
@@ -109,6 +107,40 @@ int fut__handle_obj_live(const void *obj);
 #define FUT_HANDLE_NEW(obj) ((void)(obj), 0u)
 #define FUT_HANDLE_CHECK(obj, gen, fn) ((void)(obj), (void)(gen))
 #define FUT_HANDLE_END(obj, gen, fn) ((void)(obj), (void)(gen))
+#endif
+
+/* Debug builds: the registry of live runtimes (src/platform/handles.c),
+ * an O(1) set of the runtimes whose memory is alive: added by
+ * fut_runtime_new, forgotten when the memory goes (the schedulers' last
+ * release). Every public call given a runtime checks it first with
+ * FUT_RT_CHECK (the runtime's memory is alive: fut_spawn and fut_block_on,
+ * which answer FUT_ESHUTDOWN on a runtime freed while a join handle
+ * keeps it, rt.h) or FUT_RT_LIVE (alive and not freed by
+ * fut_runtime_free: every other call); either aborts naming the call
+ * (fut__rt_check, src/rt/runtime.c). Release builds keep no registry: a
+ * freed runtime is undefined behaviour there (rt.h says so). Why not a
+ * release registry for the calls that can return an error (free,
+ * block_on, stats): it would be a lock on every block_on and spawn path
+ * for a check that cannot be a promise - the next fut_runtime_new may
+ * get the freed runtime's address, which then passes as live - so it
+ * stays what it is here, debug bookkeeping that catches the common
+ * case early. */
+struct fut_runtime;
+#if defined(FUT_DEBUG) && !defined(FUT_MODEL_CHECK)
+void fut__rt_reg_add(const void *rt);
+void fut__rt_reg_forget(const void *rt);
+int fut__rt_reg_live(const void *rt);
+void fut__rt_check(const struct fut_runtime *rt, int freed_ok,
+                   const char *fn, const void *caller);
+#define FUT_RT_ADD(rt) fut__rt_reg_add(rt)
+#define FUT_RT_FORGET(rt) fut__rt_reg_forget(rt)
+#define FUT_RT_CHECK(rt) fut__rt_check((rt), 1, __func__, FUT__CALLER)
+#define FUT_RT_LIVE(rt) fut__rt_check((rt), 0, __func__, FUT__CALLER)
+#else
+#define FUT_RT_ADD(rt) ((void)(rt))
+#define FUT_RT_FORGET(rt) ((void)(rt))
+#define FUT_RT_CHECK(rt) ((void)(rt))
+#define FUT_RT_LIVE(rt) ((void)(rt))
 #endif
 
 #define FUT_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -9,7 +9,8 @@
  * misuses issue 21 found: a runtime freed twice, a join handle copied and
  * dropped after the original, a oneshot sent twice, a cell completed by
  * two owners, and the runtime's lifetime promise (spawn on a freed
- * runtime while a join handle lives).
+ * runtime while a join handle lives); and issue 30's: every call given a
+ * runtime, on a freed or never-made one (debug builds abort naming it).
  */
 #include <errno.h>
 #include <signal.h>
@@ -381,6 +382,112 @@ START_TEST(broadcast_watch_copy_used_after_original)
 }
 END_TEST
 
+/* Every public call given a runtime checks it against the registry of
+ * live runtimes (src/platform/handles.c) before reading it: a runtime
+ * freed with no join handle alive (its memory gone) is an abort naming
+ * the call - never a read of freed memory (ASan would report one before
+ * the abort: debug_abort() fails on a sanitizer report). */
+static intptr_t fiber_fn(void *arg)
+{
+    return (intptr_t)arg;
+}
+
+static long use_rt(struct fut_runtime *rt, int call)
+{
+    struct fut_pending p;
+    fut_pending_init(&p);
+    struct fut_join j;
+    struct fut_rt_stats st;
+    struct fut_scope sc;
+    char buf[64];
+    switch (call) {
+    case 0: return fut_spawn(rt, &p, sizeof p, &j);
+    case 1: return fut_spawn(rt, &p, sizeof p, NULL);
+    case 2: return fut_block_on(rt, &p.base);
+    case 3: fut_runtime_free(rt); return 0;
+    case 4: fut_runtime_stats(rt, &st); return 0;
+    case 5: return fut_runtime_workers(rt);
+    case 6: return fut_runtime_worker_stats(rt, 0, &st);
+    case 7: return (long)(intptr_t)fut_runtime_backend(rt);
+    case 8: return fut_runtime_dump(rt, buf, sizeof buf);
+    case 9: return fut_fiber_spawn(rt, fiber_fn, NULL, NULL, &j);
+    case 10: return fut_fiber_run(rt, fiber_fn, NULL, NULL, NULL);
+    case 11: fut_scope_init(&sc, rt, FUT_SCOPE_SUPERVISE); return 0;
+    }
+    return 0;
+}
+
+static const char *const rt_calls[] = {
+    "fut_spawn_at", "fut_spawn_at", "fut_block_on", "fut_runtime_free",
+    "fut_runtime_stats", "fut_runtime_workers", "fut_runtime_worker_stats",
+    "fut_runtime_backend", "fut_runtime_dump", "fut_fiber_spawn_at",
+    "fut_fiber_run_at", "fut_scope_init",
+};
+#define N_RT_CALLS (int)(sizeof rt_calls / sizeof rt_calls[0])
+
+/* arg: call * 4 + how (bit 0: multi-thread; bit 1: never made). */
+static long freed_rt_call(void *arg)
+{
+    long a = (long)(intptr_t)arg;
+    if (a & 2) { /* a pointer fut_runtime_new never returned */
+        static _Alignas(64) unsigned char fake[256];
+        return use_rt((struct fut_runtime *)(void *)fake, (int)(a >> 2));
+    }
+    struct fut_runtime *rt = lifetime_rt(a & 1);
+    fut_runtime_free(rt); /* no join handle: its memory goes */
+    return use_rt(rt, (int)(a >> 2));
+}
+
+START_TEST(freed_runtime_calls_abort)
+{
+    setenv("FUT_NO_ADDR2LINE", "1", 1);
+    for (long call = 0; call < N_RT_CALLS; call++)
+        for (long how = 0; how < 3; how++) {
+            struct child c;
+            run_child(freed_rt_call, (void *)(intptr_t)(call * 4 + how), &c);
+            ck_assert_msg(debug_abort(&c, rt_calls[call]) &&
+                              strstr(c.out, "not a live runtime"),
+                          "%s (mt %ld, made %d): %s", rt_calls[call],
+                          how & 1, !(how & 2), c.out);
+        }
+    unsetenv("FUT_NO_ADDR2LINE");
+}
+END_TEST
+
+/* Freed while a join handle keeps its memory: the spawns (fut_spawn,
+ * fut_fiber_spawn, fut_fiber_run) and fut_block_on answer FUT_ESHUTDOWN
+ * (free_with_live_join), every other call aborts. */
+static long kept_rt_call(void *arg)
+{
+    struct fut_runtime *rt = lifetime_rt(0);
+    struct fut_pending p;
+    fut_pending_init(&p);
+    struct fut_join j;
+    fut_spawn(rt, &p, sizeof p, &j);
+    fut_runtime_free(rt);
+    return use_rt(rt, (int)(intptr_t)arg);
+}
+
+START_TEST(kept_runtime_calls_abort)
+{
+    setenv("FUT_NO_ADDR2LINE", "1", 1);
+    for (long call = 0; call < N_RT_CALLS; call++) {
+        struct child c;
+        run_child(kept_rt_call, (void *)(intptr_t)call, &c);
+        if (call < 3 || call == 9 || call == 10) {
+            ck_assert_msg(c.returned && c.result == FUT_ESHUTDOWN, "%s: %s",
+                          rt_calls[call], c.out);
+            continue;
+        }
+        ck_assert_msg(debug_abort(&c, rt_calls[call]) &&
+                          strstr(c.out, call == 3 ? "freed already"
+                                                  : "was freed already"),
+                      "%s: %s", rt_calls[call], c.out);
+    }
+    unsetenv("FUT_NO_ADDR2LINE");
+}
+END_TEST
+
 /* The message names the caller's file and line when addr2line can. */
 static long drop_null(void *arg)
 {
@@ -421,6 +528,8 @@ static Suite *suite(void)
     tcase_add_test(tc, mpsc_handle_copy_used_after_original);
     tcase_add_test(tc, broadcast_watch_copy_used_after_original);
     tcase_add_test(tc, abort_names_caller);
+    tcase_add_test(tc, freed_runtime_calls_abort);
+    tcase_add_test(tc, kept_runtime_calls_abort);
 #endif
     return s;
 }

@@ -1,6 +1,7 @@
 # The example servers, each run as a child process by its test
 # (test/example_harness.c, shared): example_http drives examples/http_hello,
-# example_echo drives examples/echo_server. Both need the examples built.
+# example_echo drives examples/echo_server. Both need the examples built,
+# as does example_cmdline (every example's command line, and fut-redis').
 #
 # fut_example_test(<area> <example target> <macro> CASES... ) registers
 # test/<area>.c with the path of the example in <macro>, every case also
@@ -30,4 +31,17 @@ if(FUT_BUILD_EXAMPLES)
     idle_rss garbage_400_close sigterm_exit_0 soak_20s)
   fut_example_test(example_echo echo_server ECHO_SERVER_BIN
     echo_roundtrip idle_deadline idle_rss sigterm_exit_0)
+
+  # example_cmdline: --help and bad arguments of every example program
+  # and of fut-redis (apps/), one case per program.
+  fut_check_test(example_cmdline CASES echo_server http_hello echo_fiber
+    chat_fiber tour fut_redis TIMEOUT 120)
+  set(progs echo_server http_hello echo_fiber chat_fiber tour fut-redis)
+  add_dependencies(test_example_cmdline ${progs})
+  foreach(p IN LISTS progs)
+    string(TOUPPER "${p}_BIN" macro)
+    string(REPLACE "-" "_" macro "${macro}")
+    target_compile_definitions(test_example_cmdline PRIVATE
+      ${macro}="$<TARGET_FILE:${p}>")
+  endforeach()
 endif()

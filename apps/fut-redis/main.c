@@ -8,8 +8,10 @@
  *             [--workers N] [--io-backend auto|epoll|io_uring]
  *
  * Options are spelled as redis-server's (names case-insensitive, sizes
- * with Redis' units: 1k = 1000, 1kb = 1024, m/mb, g/gb). An unknown
- * option, a missing or bad value is an error naming it (exit 1).
+ * with Redis' units: 1k = 1000, 1kb = 1024, m/mb, g/gb). --help (or -h)
+ * prints the usage on stdout (exit 0). An unknown option, a missing or
+ * bad value, an extra argument is an error naming it, followed by the
+ * usage on stderr (exit 2).
  * Startup lines go to stderr: "backend: <name>", "listening on ...".
  * SIGINT/SIGTERM: graceful shutdown, exit 0.
  */
@@ -135,12 +137,26 @@ static int apply(const char *name, char **v, int n, struct server_config *c)
     return -1;
 }
 
+static const char usage_text[] =
+    "usage: fut-redis [--port N] [--bind ADDR...] [--unixsocket PATH]\n"
+    "                 [--maxclients N] [--maxmemory BYTES]\n"
+    "                 [--maxmemory-policy noeviction] [--timeout SECONDS]\n"
+    "                 [--proto-max-bulk-len BYTES]\n"
+    "                 [--client-output-buffer-limit "
+    "\"pubsub HARD SOFT SECONDS\"]\n"
+    "                 [--workers N] [--io-backend auto|epoll|io_uring]\n"
+    "  A Redis-compatible server (default port 6379). Options as\n"
+    "  redis-server's; sizes take 1k/1kb, m/mb, g/gb. -h, --help: this "
+    "text.\n";
+
 /* Parses argv as redis-server does ("--name value..."; the values run to
- * the next "--"). 0, or -1 with the error printed. */
+ * the next "--"). 0, 1 (--help), or -1 with the error printed. */
 static int parse_args(int argc, char **argv, struct server_config *cfg)
 {
     for (int i = 1; i < argc;) {
         const char *opt = argv[i];
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h"))
+            return 1;
         if (strncmp(opt, "--", 2) != 0 || !opt[2]) {
             fprintf(stderr, "fut-redis: unexpected argument '%s' (config "
                             "files are not supported: use --options)\n",
@@ -190,12 +206,15 @@ int main(int argc, char **argv)
 {
     struct server_config cfg;
     server_config_init(&cfg);
-    if (parse_args(argc, argv, &cfg) != 0)
-        return 1;
+    int r = parse_args(argc, argv, &cfg);
+    if (r != 0) { /* --help: stdout, 0; a bad argument: stderr, 2 */
+        fputs(usage_text, r > 0 ? stdout : stderr);
+        return r > 0 ? 0 : 2;
+    }
     /* Signals first: threads started later inherit the blocked mask. */
     int sigs[2] = {SIGINT, SIGTERM};
     struct fut_io *sig;
-    int r = fut_signal_open(sigs, 2, &sig);
+    r = fut_signal_open(sigs, 2, &sig);
     if (r < 0) {
         fprintf(stderr, "fut-redis: signals: %s\n", fut_strerror(r));
         return 1;

@@ -105,7 +105,12 @@ FUT_EXTERN int fut_runtime_new(const struct fut_rt_config *cfg,
  * FUT_ESHUTDOWN on the current-thread flavor. rt == NULL: nothing.
  * Freeing a runtime twice is a programming error: debug builds abort
  * naming the call; release builds ignore a second free while the memory
- * is kept alive by a handle. Called from inside a task or fut_block_on of
+ * is kept alive by a handle. Any other use of a freed runtime (a call
+ * other than the fut_spawn and fut_block_on above, or any call once no
+ * handle keeps it) or of a pointer fut_runtime_new never returned is a
+ * programming error too: debug builds check every call given a runtime
+ * against their registry of live runtimes and abort naming the call; in
+ * release builds it is undefined behaviour. Called from inside a task or fut_block_on of
  * the same runtime: aborts in every build (it would wait for itself). */
 FUT_EXTERN void fut_runtime_free(struct fut_runtime *rt);
 

@@ -373,6 +373,8 @@ int fut_fiber_spawn_at(struct fut_runtime *rt, fut_fiber_fn fn, void *arg,
                        const struct fut_fiber_opts *opts,
                        struct fut_join *join, const char *file, int line)
 {
+    if (rt)
+        FUT_RT_CHECK(rt); /* before the fiber is made */
     struct fut_fiber ff;
     int r = fiber_new(&ff, fn, arg, opts, file, line);
     if (r != 0) {
@@ -410,6 +412,8 @@ int fut_fiber_run_at(struct fut_runtime *rt, fut_fiber_fn fn, void *arg,
                      const struct fut_fiber_opts *opts, intptr_t *value,
                      const char *file, int line)
 {
+    if (rt)
+        FUT_RT_CHECK(rt); /* named here, not in the calls it makes */
     struct fut_join j;
     intptr_t v = 0;
     int r = fut_fiber_spawn_at(rt, fn, arg, opts, &j, file, line);

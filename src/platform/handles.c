@@ -1,6 +1,6 @@
-/* The debug builds' registry of live handles (docs/design.md,
- * "Programming errors"; the misuse report itself is fut__misuse in
- * report.c).
+/* The debug builds' registries of live handles and of live runtimes
+ * (docs/design.md, "Programming errors"; the misuse report itself is
+ * fut__misuse in report.c; the runtime registry is at the end).
  *
  * A handle that must not be copied (a join handle, a channel end) carries
  * a private 'gen', a number the registry hands out when the handle is
@@ -134,14 +134,98 @@ void fut__handle_end(const void *obj, uint32_t gen, const char *fn,
                     caller);
 }
 
-int fut__handle_obj_live(const void *obj)
+/* ------------------------------------------------------ runtime registry */
+
+/* The runtimes whose memory is alive: a set of pointers (open addressing,
+ * linear probe) under its own read-write lock, so that the check every
+ * fut_spawn on a given runtime makes is one hash probe under a shared
+ * lock. A runtime is added by fut_runtime_new and removed when its
+ * memory goes (with the scheduler's: after fut_runtime_free, at once or
+ * with the last join handle or waker). Like the handle registry the
+ * pointers are only compared, and the memory is plain calloc. A runtime
+ * that could not be added (out of memory) turns the checks off for good:
+ * a false abort would be worse than a missed one. */
+#define RT_GONE ((const void *)1) /* a deleted slot */
+
+static pthread_rwlock_t rt_lock = PTHREAD_RWLOCK_INITIALIZER;
+static const void **rt_tab;
+static size_t rt_cap, rt_used; /* slots, slots not empty */
+static int rt_lossy;           /* a runtime is missing: no checks */
+
+static size_t rt_slot(const void *rt, size_t cap)
 {
-    pthread_mutex_lock(&reg_lock);
-    int live = 0;
-    for (size_t i = 0; i < reg_cap && !live; i++)
-        live = reg_tab[i].gen != 0 && reg_tab[i].gen != DELETED &&
-               reg_tab[i].obj == obj;
-    pthread_mutex_unlock(&reg_lock);
+    return (size_t)(((uintptr_t)rt >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1);
+}
+
+static void rt_put(const void **tab, size_t cap, const void *rt)
+{
+    size_t i = rt_slot(rt, cap);
+    while (tab[i] && tab[i] != RT_GONE)
+        i = (i + 1) & (cap - 1);
+    tab[i] = rt;
+}
+
+/* Under rt_lock (write): room for one more (at most half full). */
+static int rt_grow(void)
+{
+    if (rt_used + 1 <= rt_cap / 2)
+        return 0;
+    size_t live = 0, cap = 16;
+    for (size_t i = 0; i < rt_cap; i++)
+        live += rt_tab[i] && rt_tab[i] != RT_GONE;
+    while (cap < 4 * (live + 1))
+        cap *= 2;
+    const void **tab = calloc(cap, sizeof *tab);
+    if (!tab)
+        return -1;
+    for (size_t i = 0; i < rt_cap; i++)
+        if (rt_tab[i] && rt_tab[i] != RT_GONE)
+            rt_put(tab, cap, rt_tab[i]);
+    free(rt_tab);
+    rt_tab = tab;
+    rt_cap = cap;
+    rt_used = live;
+    return 0;
+}
+
+/* Under rt_lock: the slot holding 'rt', or NULL. */
+static const void **rt_find(const void *rt)
+{
+    if (!rt_cap)
+        return NULL;
+    for (size_t i = rt_slot(rt, rt_cap); rt_tab[i];
+         i = (i + 1) & (rt_cap - 1))
+        if (rt_tab[i] == rt)
+            return &rt_tab[i];
+    return NULL;
+}
+
+void fut__rt_reg_add(const void *rt)
+{
+    pthread_rwlock_wrlock(&rt_lock);
+    if (rt_grow() == 0) {
+        rt_put(rt_tab, rt_cap, rt);
+        rt_used++;
+    } else {
+        rt_lossy = 1;
+    }
+    pthread_rwlock_unlock(&rt_lock);
+}
+
+void fut__rt_reg_forget(const void *rt)
+{
+    pthread_rwlock_wrlock(&rt_lock);
+    const void **s = rt_find(rt);
+    if (s) /* absent: a runtime whose start failed, never added */
+        *s = RT_GONE;
+    pthread_rwlock_unlock(&rt_lock);
+}
+
+int fut__rt_reg_live(const void *rt)
+{
+    pthread_rwlock_rdlock(&rt_lock);
+    int live = rt_lossy || rt_find(rt) != NULL;
+    pthread_rwlock_unlock(&rt_lock);
     return live;
 }
 #endif /* FUT_DEBUG */

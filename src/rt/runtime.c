@@ -63,20 +63,31 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
     if (rt->sched->vt->start && (r = rt->sched->vt->start(rt->sched)))
         return r;
     rt->gen = FUT_HANDLE_NEW(rt);
+    FUT_RT_ADD(rt);
     *out = rt;
     return 0;
 }
+
+#if defined(FUT_DEBUG) && !defined(FUT_MODEL_CHECK)
+/* FUT_RT_CHECK / FUT_RT_LIVE (internal.h): the registry before 'rt' is
+ * read (its memory may be gone), then its 'freed' flag. */
+void fut__rt_check(const struct fut_runtime *rt, int freed_ok,
+                   const char *fn, const void *caller)
+{
+    if (!fut__rt_reg_live(rt))
+        fut__misuse(fn, "not a live runtime (freed, or never made by "
+                        "fut_runtime_new)", caller);
+    if (!freed_ok && rt->freed)
+        fut__misuse(fn, "the runtime was freed already (fut_runtime_free)",
+                    caller);
+}
+#endif
 
 void fut_runtime_free(struct fut_runtime *rt)
 {
     if (!rt)
         return; /* like free(NULL) */
-#ifdef FUT_DEBUG
-    /* Before reading 'rt': it may be gone. */
-    if (!fut__handle_obj_live(rt))
-        fut__misuse(__func__, "not a live runtime (freed twice?)",
-                    FUT__CALLER);
-#endif
+    FUT_RT_CHECK(rt); /* before reading 'rt': it may be gone */
     if (rt->freed) {
         FUT_MISUSE("the runtime was freed already");
         return;
@@ -99,7 +110,9 @@ int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
                  size_t size, struct fut_join *join, const char *file,
                  int line)
 {
-    if (!rt)
+    if (rt)
+        FUT_RT_CHECK(rt); /* freed with a join handle alive: ESHUTDOWN */
+    else
         rt = fut_runtime_current();
     if (!rt || !f || size < sizeof(struct fut_future)) {
         if (join)
@@ -124,6 +137,7 @@ int fut_spawn_local_at(const struct fut_future *f, size_t size,
 const char *fut_runtime_backend(struct fut_runtime *rt)
 {
     FUT_ARG_OR(rt, "'rt' is NULL", "none");
+    FUT_RT_LIVE(rt);
     struct fut__driver *d = rt->sched->driver;
     return d && d->backend ? d->backend : "none";
 }
@@ -131,6 +145,7 @@ const char *fut_runtime_backend(struct fut_runtime *rt)
 void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 {
     FUT_ARG_VOID(rt, "'rt' is NULL");
+    FUT_RT_LIVE(rt);
     FUT_ARG_VOID(out, "'out' is NULL");
     memset(out, 0, sizeof *out);
     rt->sched->vt->stats(rt->sched, out);
@@ -139,6 +154,7 @@ void fut_runtime_stats(struct fut_runtime *rt, struct fut_rt_stats *out)
 int fut_runtime_workers(struct fut_runtime *rt)
 {
     FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_RT_LIVE(rt);
     return rt->sched->vt->workers(rt->sched);
 }
 
@@ -146,6 +162,7 @@ int fut_runtime_worker_stats(struct fut_runtime *rt, int worker,
                              struct fut_rt_stats *out)
 {
     FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_RT_LIVE(rt);
     FUT_ARG_CHECK(out, "'out' is NULL");
     memset(out, 0, sizeof *out);
     return rt->sched->vt->worker_stats(rt->sched, worker, out);
@@ -156,5 +173,6 @@ int fut_block_on(struct fut_runtime *rt, struct fut_future *f)
     FUT_ARG_CHECK(f, "'f' is NULL");
     if (!rt)
         return fut__block_on_thread(f);
+    FUT_RT_CHECK(rt); /* freed with a join handle alive: ESHUTDOWN (ct) */
     return rt->sched->vt->block_on(rt->sched, f);
 }

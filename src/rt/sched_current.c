@@ -91,6 +91,7 @@ static void ct_release(struct ct_sched *c, uintptr_t n)
         return;
     fut__slab_fini(&c->slab);
     fut__mutex_destroy(&c->lock);
+    FUT_RT_FORGET(c->base.rt);
     fut__free(c->base.rt, sizeof *c->base.rt); /* lives as long (rt.h) */
     fut__free(c, sizeof *c);
 }

@@ -225,6 +225,8 @@ static int has_parent(struct ctx *c, struct rec *r)
 long fut_runtime_dump(struct fut_runtime *rt, char *buf, size_t len)
 {
     FUT_ARG_CHECK(buf || !len, "'buf' is NULL");
+    if (rt)
+        FUT_RT_LIVE(rt);
     struct fut__sched *s = fut__tls_sched;
     if (!s || (rt && s->rt != rt))
         return FUT_EINVAL;

@@ -402,12 +402,16 @@ void fut_scope_init_child(struct fut_scope *s, struct fut_runtime *rt,
 {
     FUT_ARG_VOID(s, "'s' is NULL");
     FUT_ARG_VOID(parent, "'parent' is NULL");
+    if (rt)
+        FUT_RT_LIVE(rt);
     scope_init(s, rt, policy, parent);
 }
 
 void fut_scope_init(struct fut_scope *s, struct fut_runtime *rt, int policy)
 {
     FUT_ARG_VOID(s, "'s' is NULL");
+    if (rt)
+        FUT_RT_LIVE(rt);
     scope_init(s, rt, policy, NULL);
 }
 

@@ -585,19 +585,19 @@ static int run_cmdline(const char *args, char **err)
 START_TEST(cmdline)
 {
     char *err;
-    ck_assert_int_eq(run_cmdline("--port 0 --nosuch 1", &err), 1);
+    ck_assert_int_eq(run_cmdline("--port 0 --nosuch 1", &err), 2);
     ck_assert_msg(strstr(err, "unknown option '--nosuch'"), "%s", err);
     free(err);
-    ck_assert_int_eq(run_cmdline("--port abc", &err), 1);
+    ck_assert_int_eq(run_cmdline("--port abc", &err), 2);
     ck_assert_msg(strstr(err, "bad value for '--port': abc"), "%s", err);
     free(err);
-    ck_assert_int_eq(run_cmdline("--maxmemory", &err), 1);
+    ck_assert_int_eq(run_cmdline("--maxmemory", &err), 2);
     ck_assert_msg(strstr(err, "'--maxmemory' (missing)"), "%s", err);
     free(err);
-    ck_assert_int_eq(run_cmdline("--io-backend kqueue", &err), 1);
+    ck_assert_int_eq(run_cmdline("--io-backend kqueue", &err), 2);
     ck_assert_msg(strstr(err, "'--io-backend': kqueue"), "%s", err);
     free(err);
-    ck_assert_int_eq(run_cmdline("config.conf", &err), 1);
+    ck_assert_int_eq(run_cmdline("config.conf", &err), 2);
     ck_assert_msg(strstr(err, "'config.conf'"), "%s", err);
     free(err);
     /* --io-backend io_uring: runs on it (until the TERM 'timeout'

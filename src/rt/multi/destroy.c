@@ -19,6 +19,7 @@ void fut__mt_destroy(struct mt_sched *m)
         fut__free(m->sleepers, sizeof(int) * (size_t)m->n);
     fut__mutex_destroy(&m->sleep_lock);
     fut__mutex_destroy(&m->inject_lock);
+    FUT_RT_FORGET(m->base.rt);
     fut__free(m->base.rt, sizeof *m->base.rt);
     fut__free(m, sizeof *m);
 }
