@@ -53,7 +53,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     list_init(&w->owned);
     list_init(&w->owned_local);
     fut__slab_init(&w->slab);
-    fut__ts_init(&w->tslab);
+    fut__slab_init(&w->tslab);
     w->pool.alloc = fut__mt_pool_alloc;
     w->pool.free = fut__mt_pool_free;
     fut__pool_init_cache(&w->pool);

@@ -12,7 +12,6 @@
  * room calls only the rooms listed before it (scripts/check-layers.sh
  * fails on two files that call each other):
  *   tls.c       the thread-local pointers (defined, not written)
- *   tslab.c     task memory: per-worker slabs of cache-line blocks
  *   park.c      a worker's parker: the park spin, futex or driver sleep
  *   destroy.c   the scheduler's references and its final free
  *   idle.c      searching/parked accounting, who to wake, the watcher
@@ -26,9 +25,10 @@
  *   dump.c      fut_runtime_dump's walk of the workers' task lists
  *   create.c    the vtable, creation and start of the workers
  * A room's fast paths that others call are inline in its own header
- * (tslab.h, destroy.h, idle.h, inject.h, schedule.h), included only by
- * the rooms above it, so that hot paths stay as inlinable as they were
- * when this was one file (worker_loop and run_tick are flattened).
+ * (destroy.h, idle.h, inject.h, schedule.h; tslab.h is rt/slab.h's in
+ * cache lines), included only by the rooms above it, so that hot paths
+ * stay as inlinable as they were when this was one file (worker_loop and
+ * run_tick are flattened).
  *
  * Ownership (who may touch what):
  *   - a task in a queue is owned by the queue (its RUNNING bit was set by
@@ -148,28 +148,14 @@ struct seen {
     int armed;
 };
 
-/* Task memory (tslab.c): per worker, like rt/slab.c, but in whole cache
- * lines (classes of 64 bytes, 64-aligned blocks). Two tasks never share a
- * line, so tasks polled on two workers do not fight over one (yield_many:
- * 35-42 ns per yield with 16-byte-aligned blocks, 21-22 ns with lines).
- * The owner allocates and frees without atomics; other threads free onto
- * a stack the owner takes whole (no ABA). */
-#define TS_LINE 64
+/* Task memory (tslab.h): per worker, a struct fut__slab (rt/slab.h) used
+ * in whole cache lines (classes of 64 bytes, 64-aligned blocks). Two
+ * tasks never share a line, so tasks polled on two workers do not fight
+ * over one (yield_many: 35-42 ns per yield with 16-byte-aligned blocks,
+ * 21-22 ns with lines). The owner allocates and frees without atomics;
+ * other threads free onto a stack the owner takes whole (no ABA). */
+#define TS_LINE FUT__SLAB_LINE
 #define TS_CLASSES 16 /* up to 1 KiB; larger tasks come from the hook */
-#define TS_CHUNK (64 * 1024)
-
-struct ts_chunk {
-    struct ts_chunk *next;
-    void *raw; /* what fut__alloc returned */
-};
-
-struct tslab {
-    void *free[TS_CLASSES + 1]; /* owner only */
-    fut__aword remote;          /* blocks freed elsewhere (CAS push) */
-    struct ts_chunk *chunks;    /* owner only, as 'bump' and 'left' */
-    char *bump;
-    size_t left;
-};
 
 struct mt_sched;
 
@@ -231,7 +217,7 @@ struct mt_worker {
     struct fut_task owned_local;  /* sentinel: thread-affine ones */
     uintptr_t n_alive;            /* spawn.c */
     struct seen *seen;            /* per peer (steal.c) */
-    struct tslab tslab;           /* task memory (cache-line blocks) */
+    struct fut__slab tslab;       /* task memory (cache-line blocks) */
     struct fut__slab slab;        /* the block pool's memory */
     struct fut__blockpool pool;   /* fut__tls_pool on this worker */
     pthread_t thread;             /* create.c; joined by shutdown.c */
@@ -517,12 +503,6 @@ static inline int any_lifo(struct mt_sched *m)
 }
 
 /* ------------------------------------------------ the rooms' functions */
-
-/* tslab.c */
-void fut__ts_init(struct tslab *s);
-void fut__ts_fini(struct tslab *s);
-/* ts_alloc's slow path (tslab.h): the class 'c' free list is empty. */
-void *fut__ts_refill(struct tslab *s, uint32_t c);
 
 /* park.c: sleeps until unparked or 'timeout_ns' (-1: none) passed; in
  * the driver when 'use_driver' and nobody else holds it. Owner. */
