@@ -213,8 +213,8 @@ struct mt_worker {
     uint32_t countdown; /* ticks to the next maintenance (no division) */
     uint64_t rng;       /* search's random start (worker.c) */
     struct fut_task *lq_head, *lq_tail; /* thread-affine run queue */
-    struct fut_task owned;        /* sentinel: live tasks homed here */
-    struct fut_task owned_local;  /* sentinel: thread-affine ones */
+    struct fut__list owned;       /* live tasks homed here */
+    struct fut__list owned_local; /* the thread-affine ones */
     uintptr_t n_alive;            /* spawn.c */
     struct seen *seen;            /* per peer (steal.c) */
     struct fut__slab tslab;       /* task memory (cache-line blocks) */
@@ -241,7 +241,7 @@ struct mt_sched {
      * spawn_foreign and unlink; shutdown.c; dump.c reads 'foreign') */
     fut__mutex inject_lock;
     struct fut_task *ihead, *itail;  /* under inject_lock */
-    struct fut_task foreign;         /* sentinel (inject_lock) */
+    struct fut__list foreign;        /* tasks (inject_lock) */
     int closed;                      /* no spawns (inject_lock) */
     fut__aword inject_n;             /* length hint, stored under the lock */
     fut__aword closing;              /* 'closed' for lock-free readers */
@@ -318,39 +318,21 @@ static inline uint32_t rng_next(struct mt_worker *w)
     return (uint32_t)((w->rng * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
-static inline void list_init(struct fut_task *h)
+/* The 'owned' lists of tasks (util/list.h through fut_task.owned). */
+static inline void list_add(struct fut__list *h, struct fut_task *t)
 {
-    h->owned_next = h->owned_prev = h;
-}
-
-static inline int list_empty(const struct fut_task *h)
-{
-    return h->owned_next == h;
-}
-
-static inline void list_add(struct fut_task *h, struct fut_task *t)
-{
-    t->owned_next = h->owned_next;
-    t->owned_prev = h;
-    h->owned_next->owned_prev = t;
-    h->owned_next = t;
+    fut__list_push_front(h, &t->owned);
 }
 
 static inline void list_del(struct fut_task *t)
 {
-    t->owned_prev->owned_next = t->owned_next;
-    t->owned_next->owned_prev = t->owned_prev;
-    t->owned_next = t->owned_prev = t;
+    fut__list_remove(&t->owned);
 }
 
-/* Moves every task of 'from' to 'to'. */
-static inline void list_splice(struct fut_task *to, struct fut_task *from)
+/* The first task of non-empty list 'h'. */
+static inline struct fut_task *list_first(struct fut__list *h)
 {
-    while (!list_empty(from)) {
-        struct fut_task *t = from->owned_next;
-        list_del(t);
-        list_add(to, t);
-    }
+    return fut__task_of_owned(h->next);
 }
 
 /* FIFO of tasks linked by 'next': appends the chain first..last. */
