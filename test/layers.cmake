@@ -9,3 +9,13 @@ if(NOT FUT_ASAN AND NOT FUT_TSAN)
     COMMAND_EXPAND_LISTS)
   set_tests_properties(check_layers PROPERTIES TIMEOUT 120)
 endif()
+
+# scripts/check-atomics.sh: every atomic of src/ goes through
+# src/util/atomic.h (the model checker swaps that header alone). A source
+# check, so in the plain build only as check_layers.
+if(NOT FUT_ASAN AND NOT FUT_TSAN)
+  add_test(NAME check_atomics
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-atomics.sh
+            ${PROJECT_SOURCE_DIR}/src)
+  set_tests_properties(check_atomics PROPERTIES TIMEOUT 60)
+endif()

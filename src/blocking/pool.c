@@ -36,8 +36,8 @@ struct fut__pool {
     pthread_mutex_t lock;
     pthread_cond_t work;  /* idle threads wait here */
     pthread_cond_t gone;  /* fut__pool_free waits for the last thread */
-    struct fut__job *qhead, *qtail; /* queued jobs */
-    struct fut__job *rhead, *rtail; /* jobs waiting for room */
+    struct fut__list queue;         /* queued jobs (fut__job.link) */
+    struct fut__list room;          /* jobs waiting for room */
     size_t qlen, qcap;
     int threads, idle, max_threads;
     int64_t keepalive_ns;
@@ -46,30 +46,9 @@ struct fut__pool {
 
 /* ---------------------------------------------------------------- lists */
 
-static void list_push(struct fut__job **head, struct fut__job **tail,
-                      struct fut__job *j)
+static struct fut__job *job_of(struct fut__list *n)
 {
-    j->next = NULL;
-    j->prev = *tail;
-    if (*tail)
-        (*tail)->next = j;
-    else
-        *head = j;
-    *tail = j;
-}
-
-static void list_unlink(struct fut__job **head, struct fut__job **tail,
-                        struct fut__job *j)
-{
-    if (j->prev)
-        j->prev->next = j->next;
-    else
-        *head = j->next;
-    if (j->next)
-        j->next->prev = j->prev;
-    else
-        *tail = j->prev;
-    j->next = j->prev = NULL;
+    return fut__container_of(n, struct fut__job, link);
 }
 
 static void set_state(struct fut__job *j, uintptr_t s)
@@ -125,14 +104,14 @@ static int wait_work(struct fut__pool *p)
     int64_t ns = ts.tv_nsec + p->keepalive_ns % 1000000000;
     ts.tv_sec += (time_t)(p->keepalive_ns / 1000000000 + ns / 1000000000);
     ts.tv_nsec = (long)(ns % 1000000000);
-    while (!p->qhead && !p->shutdown) {
+    while (fut__list_empty(&p->queue) && !p->shutdown) {
         p->idle++;
         int r = pthread_cond_timedwait(&p->work, &p->lock, &ts);
         p->idle--;
-        if (r != 0 && !p->qhead)
+        if (r != 0 && fut__list_empty(&p->queue))
             return 0; /* idle for the keep-alive: exit */
     }
-    return p->qhead != NULL;
+    return !fut__list_empty(&p->queue);
 }
 
 /* Runs one job taken off the queue (pool lock held on entry and exit). */
@@ -169,14 +148,14 @@ static void *worker(void *arg)
     struct fut__pool *p = arg;
     pthread_mutex_lock(&p->lock);
     while (wait_work(p)) {
-        struct fut__job *j = p->qhead;
-        list_unlink(&p->qhead, &p->qtail, j);
+        struct fut__job *j = job_of(fut__list_front(&p->queue));
+        fut__list_remove(&j->link);
         p->qlen--;
-        if (p->rhead) {
+        if (!fut__list_empty(&p->room)) {
             /* Room for one more: admit the oldest waiting submitter. */
-            struct fut__job *r = p->rhead;
-            list_unlink(&p->rhead, &p->rtail, r);
-            list_push(&p->qhead, &p->qtail, r);
+            struct fut__job *r = job_of(fut__list_front(&p->room));
+            fut__list_remove(&r->link);
+            fut__list_push_back(&p->queue, &r->link);
             p->qlen++;
             set_state(r, QUEUED);
         }
@@ -197,6 +176,8 @@ struct fut__pool *fut__pool_new(const struct fut_rt_config *cfg)
     if (!p)
         return NULL;
     memset(p, 0, sizeof *p);
+    fut__list_init(&p->queue);
+    fut__list_init(&p->room);
     if (pthread_mutex_init(&p->lock, NULL) != 0)
         goto fail;
     if (pthread_cond_init(&p->work, NULL) != 0)
@@ -220,17 +201,17 @@ fail:
 
 /* Marks every job of a list DEAD and empties the list (pool lock held;
  * a waker drop never takes the pool's lock). */
-static void orphan(struct fut__job **head, struct fut__job **tail)
+static void orphan(struct fut__list *l)
 {
-    for (struct fut__job *j = *head, *n; j; j = n) {
-        n = j->next;
+    struct fut__list *n;
+    while ((n = fut__list_front(l)) != NULL) {
+        struct fut__job *j = job_of(n);
+        fut__list_remove(n);
         set_state(j, DEAD);
         inhibit(j, -1);
         fut_waker_drop(&j->waker);
-        j->next = j->prev = NULL;
         j->pool = NULL;
     }
-    *head = *tail = NULL;
 }
 
 void fut__pool_free(struct fut__pool *p)
@@ -239,8 +220,8 @@ void fut__pool_free(struct fut__pool *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->shutdown = 1;
-    orphan(&p->qhead, &p->qtail);
-    orphan(&p->rhead, &p->rtail);
+    orphan(&p->queue);
+    orphan(&p->room);
     p->qlen = 0;
     pthread_cond_broadcast(&p->work);
     while (p->threads > 0)
@@ -270,6 +251,7 @@ struct fut__job *fut__job_new(size_t payload, fut__job_fn fn,
     if (!j)
         return NULL;
     memset(j, 0, size);
+    fut__list_init(&j->link);
     j->fn = fn;
     j->discard = discard;
     j->size = size;
@@ -284,11 +266,11 @@ static int submit(struct fut__pool *p, struct fut__job *j)
         return FUT_ESHUTDOWN;
     int busy = p->idle == 0 && p->threads >= p->max_threads;
     if (busy && p->qlen >= p->qcap) {
-        list_push(&p->rhead, &p->rtail, j); /* backpressure */
+        fut__list_push_back(&p->room, &j->link); /* backpressure */
         set_state(j, ROOM);
         return 0;
     }
-    list_push(&p->qhead, &p->qtail, j);
+    fut__list_push_back(&p->queue, &j->link);
     p->qlen++;
     set_state(j, QUEUED);
     if (p->idle > (int)p->qlen - 1) {
@@ -298,7 +280,7 @@ static int submit(struct fut__pool *p, struct fut__job *j)
     if (p->threads < p->max_threads) {
         int r = start_thread(p);
         if (r < 0 && p->threads == 0) {
-            list_unlink(&p->qhead, &p->qtail, j);
+            fut__list_remove(&j->link);
             p->qlen--;
             set_state(j, NEW);
             return r;
@@ -383,11 +365,11 @@ void fut__job_drop(struct fut__job **jp)
         pthread_mutex_lock(&p->lock);
         s = get_state(j);
         if (s == QUEUED) {
-            list_unlink(&p->qhead, &p->qtail, j);
+            fut__list_remove(&j->link);
             p->qlen--;
             inhibit(j, -1);
         } else if (s == ROOM) {
-            list_unlink(&p->rhead, &p->rtail, j);
+            fut__list_remove(&j->link);
             inhibit(j, -1);
         } else if (s == RUNNING) {
             set_state(j, DROPPED);

@@ -100,7 +100,7 @@ static struct fut__backend *home_for(struct fut__backend *b)
  * thread that made it, under io's lock). */
 static struct ufd *ufd_load(struct fut__io *io)
 {
-    return __atomic_load_n((struct ufd **)&io->bstate[0], __ATOMIC_ACQUIRE);
+    return fut__load_slot(&io->bstate[0], FUT__ACQUIRE);
 }
 
 /* io's state, made now if it has none (under io's lock: two threads may
@@ -407,7 +407,7 @@ static void forget_here(struct fut__backend *b, struct fut__io *io,
     int gone = f->nops == 0;
     f_unlock(f);
     /* Release: pairs with ufd_load (nobody polls it now; tidy). */
-    __atomic_store_n((struct ufd **)&io->bstate[0], NULL, __ATOMIC_RELEASE);
+    fut__store_slot(&io->bstate[0], NULL, FUT__RELEASE);
     if (gone)
         fut__ur_ufd_free(f);
 }

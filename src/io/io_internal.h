@@ -8,6 +8,7 @@
 #include "io/backend.h"
 #include "rt/rt_internal.h"
 #include "time/wheel.h"
+#include "util/list.h"
 #include "util/mutex.h"
 
 _Static_assert(sizeof(uintptr_t) == 8, "fut's I/O layer needs 64-bit words");
@@ -62,7 +63,7 @@ typedef intptr_t (*fut__job_fn)(struct fut__job *j);
 typedef void (*fut__job_discard)(struct fut__job *j, intptr_t value);
 
 struct fut__job {
-    struct fut__job *next, *prev; /* queue links (under the pool lock) */
+    struct fut__list link;        /* pool's queue or room (pool lock) */
     fut__job_fn fn;
     fut__job_discard discard;
     intptr_t value;               /* written by the worker before DONE */

@@ -357,7 +357,7 @@ struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io)
         m->forget_req.type = REQ_FORGET;
     }
     /* Release: pairs with backend_uring.c's ufd_load (acquire). */
-    __atomic_store_n((struct ufd **)&io->bstate[0], f, __ATOMIC_RELEASE);
+    fut__store_slot(&io->bstate[0], f, FUT__RELEASE);
     return f;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "util/list.h"
 
 static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
@@ -56,11 +57,12 @@ static void *alloc_ud;
 struct counters {
     fut__aword live;  /* blocks allocated minus freed by this thread */
     fut__aword calls; /* allocation calls by this thread */
-    struct counters *next, *prev;
+    struct fut__list link; /* on 'threads' */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct counters *threads;   /* registered blocks (under lock) */
+/* Registered blocks, by 'link' (under lock). */
+static struct fut__list threads = {&threads, &threads};
 static long retired_live;          /* exited threads' sums (under lock) */
 static long retired_calls;
 static pthread_key_t key;
@@ -73,12 +75,7 @@ static void retire(void *p)
     pthread_mutex_lock(&lock);
     retired_live += (long)fut__load(&c->live, FUT__RELAXED);
     retired_calls += (long)fut__load(&c->calls, FUT__RELAXED);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        threads = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    fut__list_remove(&c->link);
     pthread_mutex_unlock(&lock);
     mine = NULL;
     free(c); /* not through the hook: it is the hook's own bookkeeping */
@@ -100,10 +97,7 @@ static struct counters *counters(void)
     if (!c)
         return NULL;
     pthread_mutex_lock(&lock);
-    c->next = threads;
-    if (threads)
-        threads->prev = c;
-    threads = c;
+    fut__list_push_back(&threads, &c->link);
     pthread_mutex_unlock(&lock);
     pthread_setspecific(key, c);
     mine = c;
@@ -135,8 +129,10 @@ static long sum(int live)
 {
     pthread_mutex_lock(&lock);
     long total = live ? retired_live : retired_calls;
-    for (struct counters *c = threads; c; c = c->next)
+    for (struct fut__list *n = threads.next; n != &threads; n = n->next) {
+        struct counters *c = fut__container_of(n, struct counters, link);
         total += (long)fut__load(live ? &c->live : &c->calls, FUT__RELAXED);
+    }
     pthread_mutex_unlock(&lock);
     return total;
 }

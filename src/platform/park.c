@@ -8,7 +8,6 @@
  *   * -> EMPTY         the parking thread, when it returns
  */
 #include <linux/futex.h>
-#include <stdatomic.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,10 +19,10 @@ enum { EMPTY = 0, PARKED = 1, NOTIFIED = 2 };
 
 void fut__parker_init(struct fut__parker *p)
 {
-    atomic_init(&p->state, EMPTY);
+    fut__futex_init(&p->state, EMPTY);
 }
 
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t ns)
+static void futex_wait(fut__futex_word *addr, uint32_t val, int64_t ns)
 {
     struct timespec ts, *tp = NULL;
     if (ns >= 0) {
@@ -31,32 +30,32 @@ static void futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t ns)
         ts.tv_nsec = ns % 1000000000;
         tp = &ts;
     }
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+    syscall(SYS_futex, fut__futex_addr(addr), FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
 }
 
 void fut__parker_park(struct fut__parker *p, int64_t timeout_ns)
 {
     /* Acquire: pairs with the unparker's release, so whatever it
      * published before unparking is visible when we return. */
-    if (atomic_exchange_explicit(&p->state, EMPTY, memory_order_acquire) ==
-        NOTIFIED)
+    if (fut__futex_swap(&p->state, EMPTY, FUT__ACQUIRE) == NOTIFIED)
         return;
     uint32_t expect = EMPTY;
-    if (!atomic_compare_exchange_strong_explicit(&p->state, &expect, PARKED,
-                                                 memory_order_acquire,
-                                                 memory_order_acquire)) {
-        atomic_store_explicit(&p->state, EMPTY, memory_order_relaxed);
+    /* Acquire (both ways): a failure saw NOTIFIED, pairs with the
+     * unparker's release as above. */
+    if (!fut__futex_cas(&p->state, &expect, PARKED, FUT__ACQUIRE,
+                        FUT__ACQUIRE)) {
+        fut__futex_store(&p->state, EMPTY, FUT__RELAXED);
         return; /* notified in between */
     }
     futex_wait(&p->state, PARKED, timeout_ns);
-    atomic_exchange_explicit(&p->state, EMPTY, memory_order_acquire);
+    /* Acquire: pairs with the unparker's release. */
+    fut__futex_swap(&p->state, EMPTY, FUT__ACQUIRE);
 }
 
 void fut__parker_unpark(struct fut__parker *p)
 {
     /* Release: pairs with park's acquire exchange. */
-    if (atomic_exchange_explicit(&p->state, NOTIFIED, memory_order_release) ==
-        PARKED)
-        syscall(SYS_futex, (uint32_t *)&p->state, FUTEX_WAKE_PRIVATE, 1,
+    if (fut__futex_swap(&p->state, NOTIFIED, FUT__RELEASE) == PARKED)
+        syscall(SYS_futex, fut__futex_addr(&p->state), FUTEX_WAKE_PRIVATE, 1,
                 NULL, NULL, 0);
 }

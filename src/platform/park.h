@@ -4,10 +4,12 @@
 
 #include <stdint.h>
 
+#include "util/atomic.h"
+
 /* A one-permit parker on a futex (std::thread::park): unpark before park
  * makes the next park return at once. */
 struct fut__parker {
-    _Atomic uint32_t state; /* EMPTY, PARKED, NOTIFIED */
+    fut__futex_word state; /* EMPTY, PARKED, NOTIFIED */
 };
 void fut__parker_init(struct fut__parker *p);
 /* Sleeps until unparked or 'timeout_ns' (-1 = forever) elapsed. */

@@ -46,10 +46,8 @@ struct fut__lifo {
 
 #ifdef FUT_MODEL_CHECK
 #define fut__membarrier() (mc_membarrier(__FILE__, __LINE__), 0)
-#define fut__compiler_barrier() ((void)0) /* the checker keeps program order */
 #else
 #include "platform/membarrier.h"
-#define fut__compiler_barrier() atomic_signal_fence(memory_order_seq_cst)
 #endif
 
 static inline void fut__lifo_init(struct fut__lifo *l)
@@ -88,7 +86,7 @@ static inline struct fut_task *fut__lifo_take(struct fut__lifo *l, int asym)
     }
 #endif
     if (asym) {
-        fut__compiler_barrier(); /* 'done', then the look at 'thief' */
+        fut__compiler_fence(); /* 'done', then the look at 'thief' */
         /* Acquire: a thief's clear comes after its swap, which the
          * load of the slot below then sees. */
         if (!fut__load(&l->thief, FUT__ACQUIRE)) {

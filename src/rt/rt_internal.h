@@ -5,6 +5,7 @@
 #include "fut/rt.h"
 #include "internal.h"
 #include "platform/park.h"
+#include "util/list.h"
 
 /* ----------------------------------------------------------- task layout */
 
@@ -15,8 +16,7 @@ struct fut__sched;
 struct fut_task {
     fut__aword state;              /* see task.c's rules block */
     struct fut_task *next;         /* run-queue link (scheduler-owned) */
-    struct fut_task *owned_prev;   /* list of live tasks (shutdown) */
-    struct fut_task *owned_next;
+    struct fut__list owned;        /* list of live tasks (shutdown) */
     struct fut__sched *sched;      /* who polls it */
     struct fut_waker join_waker;   /* join handle's waker (JOIN_WAKER) */
     uint32_t size_class;           /* allocator class, 0 = direct */
@@ -30,6 +30,12 @@ struct fut_task {
 };
 
 #define TASK_F_LOCAL 1u /* never leaves the thread that spawned it */
+
+/* The task whose 'owned' link is 'n'. */
+static inline struct fut_task *fut__task_of_owned(struct fut__list *n)
+{
+    return fut__container_of(n, struct fut_task, owned);
+}
 
 static inline int fut__task_is_local(const struct fut_task *t)
 {

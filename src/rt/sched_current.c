@@ -45,7 +45,7 @@ struct ct_sched {
     struct fut__sched base;
     /* runtime thread only */
     struct fut_task *head, *tail; /* local run queue (FIFO) */
-    struct fut_task *owned;       /* live tasks */
+    struct fut__list owned;       /* live tasks (fut_task.owned) */
     struct fut__slab slab;
     int budget;
     int event_interval;
@@ -134,11 +134,7 @@ static struct fut_task *pop_local(struct ct_sched *c)
 
 static void link_owned(struct ct_sched *c, struct fut_task *t)
 {
-    t->owned_prev = NULL;
-    t->owned_next = c->owned;
-    if (c->owned)
-        c->owned->owned_prev = t;
-    c->owned = t;
+    fut__list_push_front(&c->owned, &t->owned);
 }
 
 /* Returns 0 when the runtime no longer accepts tasks (shut down). */
@@ -206,13 +202,8 @@ static void ct_schedule(struct fut__sched *s, struct fut_task *t)
 
 static void ct_unlink(struct fut__sched *s, struct fut_task *t)
 {
-    struct ct_sched *c = ct_of(s);
-    if (t->owned_prev)
-        t->owned_prev->owned_next = t->owned_next;
-    else
-        c->owned = t->owned_next;
-    if (t->owned_next)
-        t->owned_next->owned_prev = t->owned_prev;
+    (void)s;
+    fut__list_remove(&t->owned);
 }
 
 /* 'size_class' holds a slab class, or DIRECT | bytes for a block that
@@ -313,6 +304,7 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     if (!c)
         return FUT_ENOMEM;
     memset(c, 0, sizeof *c);
+    fut__list_init(&c->owned);
     c->base.vt = &ct_vt;
     c->base.rt = rt;
     c->base.slow_poll_ns = cfg->slow_poll_ns;
@@ -515,8 +507,8 @@ static void ct_shutdown(struct fut__sched *s)
         ;
     /* Dropping one task's future can wake others (they stay in the live
      * list, RUNNING) or finish them; loop until the list is empty. */
-    while (c->owned)
-        fut__task_shutdown(c->owned);
+    while (!fut__list_empty(&c->owned))
+        fut__task_shutdown(fut__task_of_owned(c->owned.next));
     if (c->base.driver) {
         /* No unparker can be in it ('closed', see the rules). */
         c->base.driver->vt->shutdown(c->base.driver);
@@ -575,8 +567,8 @@ static int ct_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud)
     struct ct_sched *c = ct_of(s);
     if (fut__tls_sched != s)
         return FUT_EINVAL;
-    for (struct fut_task *t = c->owned; t; t = t->owned_next)
-        fn(ud, t, 1);
+    for (struct fut__list *n = c->owned.next; n != &c->owned; n = n->next)
+        fn(ud, fut__task_of_owned(n), 1);
     return 0;
 }
 

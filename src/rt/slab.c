@@ -1,15 +1,16 @@
-/* Task memory cache; see slab.h. A freed block stores its free-list link
- * in its first word and, while on the remote stack, its class in the
- * second. */
+/* Task memory cache; see slab.h for the rules. This file has the slow
+ * half (chunks, the bump pointer, the drain of the remote stack) and the
+ * 8-byte-class entry points. */
 #include "rt/slab.h"
 
 #define CHUNK_BYTES (64 * 1024)
 
-struct chunk {
-    struct chunk *next;
-    /* blocks follow, 16-byte aligned */
+/* The first line of a chunk (the chunk is line-aligned inside the
+ * allocation 'raw'); blocks follow it. */
+struct fut__slab_chunk {
+    struct fut__slab_chunk *next;
+    void *raw; /* what fut__alloc returned */
 };
-#define CHUNK_HDR ((sizeof(struct chunk) + 15) & ~(size_t)15)
 
 void fut__slab_init(struct fut__slab *s)
 {
@@ -23,27 +24,42 @@ void fut__slab_init(struct fut__slab *s)
 
 void fut__slab_fini(struct fut__slab *s)
 {
-    struct chunk *c = s->chunks;
+    struct fut__slab_chunk *c = s->chunks;
     while (c) {
-        struct chunk *next = c->next;
-        fut__free(c, CHUNK_BYTES);
+        struct fut__slab_chunk *next = c->next;
+        fut__free(c->raw, CHUNK_BYTES + FUT__SLAB_LINE);
         c = next;
     }
     s->chunks = NULL;
 }
 
 /* Moves blocks freed on other threads to the owner's lists. */
-static void drain_remote(struct fut__slab *s)
+static void drain(struct fut__slab *s)
 {
-    /* Acquire: pairs with the pushers' release CAS. */
+    /* Acquire: pairs with fut__slab_push_remote's release CAS. */
     void **b = (void **)fut__swap(&s->remote, 0, FUT__ACQUIRE);
     while (b) {
         void **next = (void **)b[0];
-        uint32_t cls = (uint32_t)(uintptr_t)b[1];
-        b[0] = s->free[cls];
-        s->free[cls] = b;
+        fut__slab_push(s, b, (uint32_t)(uintptr_t)b[1]);
         b = next;
     }
+}
+
+/* A new chunk for the bump pointer: 0, or -1 when out of memory. */
+static int new_chunk(struct fut__slab *s)
+{
+    void *raw = fut__alloc(CHUNK_BYTES + FUT__SLAB_LINE);
+    if (!raw)
+        return -1;
+    struct fut__slab_chunk *c =
+        (struct fut__slab_chunk *)(((uintptr_t)raw + FUT__SLAB_LINE - 1) &
+                                   ~(uintptr_t)(FUT__SLAB_LINE - 1));
+    c->raw = raw;
+    c->next = s->chunks;
+    s->chunks = c;
+    s->bump = (char *)c + FUT__SLAB_LINE; /* the header takes one line */
+    s->bump_left = CHUNK_BYTES - FUT__SLAB_LINE;
+    return 0;
 }
 
 static void *carve(struct fut__slab *s, size_t bytes)
@@ -54,19 +70,25 @@ static void *carve(struct fut__slab *s, size_t bytes)
         s->bump += 8;
         s->bump_left -= 8;
     }
-    if (s->bump_left < bytes) {
-        struct chunk *c = fut__alloc(CHUNK_BYTES);
-        if (!c)
-            return NULL;
-        c->next = s->chunks;
-        s->chunks = c;
-        s->bump = (char *)c + CHUNK_HDR;
-        s->bump_left = CHUNK_BYTES - CHUNK_HDR;
-    }
+    if (s->bump_left < bytes && new_chunk(s) != 0)
+        return NULL;
     void *p = s->bump;
     s->bump += bytes;
     s->bump_left -= bytes;
     return p;
+}
+
+void *fut__slab_refill(struct fut__slab *s, uint32_t c, size_t bytes)
+{
+    if (fut__load(&s->remote, FUT__RELAXED)) {
+        drain(s);
+        void **b = s->free[c];
+        if (b) {
+            s->free[c] = b[0];
+            return b;
+        }
+    }
+    return carve(s, bytes);
 }
 
 void *fut__slab_alloc(struct fut__slab *s, size_t size, uint32_t *cls)
@@ -79,47 +101,23 @@ void *fut__slab_alloc(struct fut__slab *s, size_t size, uint32_t *cls)
         return fut__alloc(size);
     }
     *cls = c;
-    void **b = s->free[c];
-    if (FUT_LIKELY(b != NULL)) {
-        s->free[c] = b[0];
-        return b;
-    }
-    if (fut__load(&s->remote, FUT__RELAXED)) {
-        drain_remote(s);
-        if ((b = s->free[c]) != NULL) {
-            s->free[c] = b[0];
-            return b;
-        }
-    }
-    return carve(s, (size_t)c * FUT__SLAB_GRAIN);
+    return fut__slab_pop(s, c, (size_t)c * FUT__SLAB_GRAIN);
 }
 
 void fut__slab_free_local(struct fut__slab *s, void *p, uint32_t cls,
                           size_t size)
 {
-    if (cls == 0) {
+    if (cls == 0)
         fut__free(p, size);
-        return;
-    }
-    void **b = p;
-    b[0] = s->free[cls];
-    s->free[cls] = b;
+    else
+        fut__slab_push(s, p, cls);
 }
 
 void fut__slab_free_remote(struct fut__slab *s, void *p, uint32_t cls,
                            size_t size)
 {
-    if (cls == 0) {
+    if (cls == 0)
         fut__free(p, size);
-        return;
-    }
-    void **b = p;
-    b[1] = (void *)(uintptr_t)cls;
-    uintptr_t head = fut__load(&s->remote, FUT__RELAXED);
-    do {
-        b[0] = (void *)head;
-        /* Release: the block's link and class before it is visible. The
-         * owner takes the whole stack with one swap, so no ABA. */
-    } while (!fut__cas_weak(&s->remote, &head, (uintptr_t)b, FUT__RELEASE,
-                            FUT__RELAXED));
+    else
+        fut__slab_push_remote(s, p, cls);
 }

@@ -78,7 +78,7 @@ void fut__task_init(struct fut_task *t, struct fut__sched *s, int joined,
         st += JOIN_INTEREST + REF_ONE; /* a second reference: the handle */
     fut__aword_init(&t->state, st);
     t->next = NULL;
-    t->owned_prev = t->owned_next = NULL;
+    fut__list_init(&t->owned);
     t->sched = s;
     t->join_waker.data = NULL;
     t->join_waker.vt = NULL;

@@ -37,14 +37,29 @@ static inline int fut__list_linked(const struct fut__list *n)
     return n->next != n;
 }
 
+/* Links node 'n' between the adjacent nodes 'prev' and 'next'. */
+static inline void fut__list_insert(struct fut__list *prev,
+                                    struct fut__list *next,
+                                    struct fut__list *n)
+{
+    n->prev = prev;
+    n->next = next;
+    prev->next = n;
+    next->prev = n;
+}
+
 /* Appends node 'n' at the tail of list 'l' (FIFO order). */
 static inline void fut__list_push_back(struct fut__list *l,
                                        struct fut__list *n)
 {
-    n->prev = l->prev;
-    n->next = l;
-    l->prev->next = n;
-    l->prev = n;
+    fut__list_insert(l->prev, l, n);
+}
+
+/* Inserts node 'n' at the head of list 'l' (LIFO order). */
+static inline void fut__list_push_front(struct fut__list *l,
+                                        struct fut__list *n)
+{
+    fut__list_insert(l, l->next, n);
 }
 
 /* Unlinks 'n' from whatever list it is on; leaves it unlinked. */

@@ -50,10 +50,10 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     fut__aword_init(&w->wake_ns, 0);
     for (int k = 0; k < ST__COUNT; k++)
         fut__aword_init(&w->st[k], 0);
-    list_init(&w->owned);
-    list_init(&w->owned_local);
+    fut__list_init(&w->owned);
+    fut__list_init(&w->owned_local);
     fut__slab_init(&w->slab);
-    fut__ts_init(&w->tslab);
+    fut__slab_init(&w->tslab);
     w->pool.alloc = fut__mt_pool_alloc;
     w->pool.free = fut__mt_pool_free;
     fut__pool_init_cache(&w->pool);
@@ -117,7 +117,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     m->event_interval = cfg->event_interval;
     m->spin_ns = cfg->park_spin_ns;
     m->asym = fut__membarrier_init();
-    list_init(&m->foreign);
+    fut__list_init(&m->foreign);
     fut__aword_init(&m->inject_n, 0);
     fut__aword_init(&m->closing, 0);
     fut__aword_init(&m->stop, 0);

@@ -9,7 +9,7 @@ void fut__mt_destroy(struct mt_sched *m)
     if (m->w) {
         for (int i = 0; i < m->n; i++) {
             fut__slab_fini(&m->w[i].slab);
-            fut__ts_fini(&m->w[i].tslab);
+            fut__slab_fini(&m->w[i].tslab);
             if (m->w[i].seen)
                 fut__free(m->w[i].seen, sizeof(struct seen) * (size_t)m->n);
         }

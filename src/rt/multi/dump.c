@@ -54,13 +54,12 @@ static void dump_req_unref(struct dump_req *r)
     }
 }
 
-static void dump_list(struct dump_req *r, struct fut_task *head, int deep)
+static void dump_list(struct dump_req *r, struct fut__list *head, int deep)
 {
     fut__mutex_lock(&r->lock);
     if (!r->closed)
-        for (struct fut_task *t = head->owned_next; t != head;
-             t = t->owned_next)
-            r->fn(r->ud, t, deep);
+        for (struct fut__list *n = head->next; n != head; n = n->next)
+            r->fn(r->ud, fut__task_of_owned(n), deep);
     fut__mutex_unlock(&r->lock);
 }
 
@@ -112,7 +111,6 @@ static int probe_send(struct mt_sched *m, struct mt_worker *me,
     p->req = r;
     fut__fetch_add(&r->refs, 1, FUT__RELAXED); /* we hold one */
     fut__task_init(t, &m->base, 0, __FILE__, __LINE__);
-    t->owned_next = t->owned_prev = t; /* on no list */
     t->size_class = DIRECT | (uint32_t)bytes;
     t->flags = TASK_F_LOCAL; /* home 0: see above */
     if (me)

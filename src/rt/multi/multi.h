@@ -12,7 +12,6 @@
  * room calls only the rooms listed before it (scripts/check-layers.sh
  * fails on two files that call each other):
  *   tls.c       the thread-local pointers (defined, not written)
- *   tslab.c     task memory: per-worker slabs of cache-line blocks
  *   park.c      a worker's parker: the park spin, futex or driver sleep
  *   destroy.c   the scheduler's references and its final free
  *   idle.c      searching/parked accounting, who to wake, the watcher
@@ -26,9 +25,10 @@
  *   dump.c      fut_runtime_dump's walk of the workers' task lists
  *   create.c    the vtable, creation and start of the workers
  * A room's fast paths that others call are inline in its own header
- * (tslab.h, destroy.h, idle.h, inject.h, schedule.h), included only by
- * the rooms above it, so that hot paths stay as inlinable as they were
- * when this was one file (worker_loop and run_tick are flattened).
+ * (destroy.h, idle.h, inject.h, schedule.h; tslab.h is rt/slab.h's in
+ * cache lines), included only by the rooms above it, so that hot paths
+ * stay as inlinable as they were when this was one file (worker_loop and
+ * run_tick are flattened).
  *
  * Ownership (who may touch what):
  *   - a task in a queue is owned by the queue (its RUNNING bit was set by
@@ -148,28 +148,14 @@ struct seen {
     int armed;
 };
 
-/* Task memory (tslab.c): per worker, like rt/slab.c, but in whole cache
- * lines (classes of 64 bytes, 64-aligned blocks). Two tasks never share a
- * line, so tasks polled on two workers do not fight over one (yield_many:
- * 35-42 ns per yield with 16-byte-aligned blocks, 21-22 ns with lines).
- * The owner allocates and frees without atomics; other threads free onto
- * a stack the owner takes whole (no ABA). */
-#define TS_LINE 64
+/* Task memory (tslab.h): per worker, a struct fut__slab (rt/slab.h) used
+ * in whole cache lines (classes of 64 bytes, 64-aligned blocks). Two
+ * tasks never share a line, so tasks polled on two workers do not fight
+ * over one (yield_many: 35-42 ns per yield with 16-byte-aligned blocks,
+ * 21-22 ns with lines). The owner allocates and frees without atomics;
+ * other threads free onto a stack the owner takes whole (no ABA). */
+#define TS_LINE FUT__SLAB_LINE
 #define TS_CLASSES 16 /* up to 1 KiB; larger tasks come from the hook */
-#define TS_CHUNK (64 * 1024)
-
-struct ts_chunk {
-    struct ts_chunk *next;
-    void *raw; /* what fut__alloc returned */
-};
-
-struct tslab {
-    void *free[TS_CLASSES + 1]; /* owner only */
-    fut__aword remote;          /* blocks freed elsewhere (CAS push) */
-    struct ts_chunk *chunks;    /* owner only, as 'bump' and 'left' */
-    char *bump;
-    size_t left;
-};
 
 struct mt_sched;
 
@@ -227,11 +213,11 @@ struct mt_worker {
     uint32_t countdown; /* ticks to the next maintenance (no division) */
     uint64_t rng;       /* search's random start (worker.c) */
     struct fut_task *lq_head, *lq_tail; /* thread-affine run queue */
-    struct fut_task owned;        /* sentinel: live tasks homed here */
-    struct fut_task owned_local;  /* sentinel: thread-affine ones */
+    struct fut__list owned;       /* live tasks homed here */
+    struct fut__list owned_local; /* the thread-affine ones */
     uintptr_t n_alive;            /* spawn.c */
     struct seen *seen;            /* per peer (steal.c) */
-    struct tslab tslab;           /* task memory (cache-line blocks) */
+    struct fut__slab tslab;       /* task memory (cache-line blocks) */
     struct fut__slab slab;        /* the block pool's memory */
     struct fut__blockpool pool;   /* fut__tls_pool on this worker */
     pthread_t thread;             /* create.c; joined by shutdown.c */
@@ -255,7 +241,7 @@ struct mt_sched {
      * spawn_foreign and unlink; shutdown.c; dump.c reads 'foreign') */
     fut__mutex inject_lock;
     struct fut_task *ihead, *itail;  /* under inject_lock */
-    struct fut_task foreign;         /* sentinel (inject_lock) */
+    struct fut__list foreign;        /* tasks (inject_lock) */
     int closed;                      /* no spawns (inject_lock) */
     fut__aword inject_n;             /* length hint, stored under the lock */
     fut__aword closing;              /* 'closed' for lock-free readers */
@@ -332,39 +318,21 @@ static inline uint32_t rng_next(struct mt_worker *w)
     return (uint32_t)((w->rng * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
-static inline void list_init(struct fut_task *h)
+/* The 'owned' lists of tasks (util/list.h through fut_task.owned). */
+static inline void list_add(struct fut__list *h, struct fut_task *t)
 {
-    h->owned_next = h->owned_prev = h;
-}
-
-static inline int list_empty(const struct fut_task *h)
-{
-    return h->owned_next == h;
-}
-
-static inline void list_add(struct fut_task *h, struct fut_task *t)
-{
-    t->owned_next = h->owned_next;
-    t->owned_prev = h;
-    h->owned_next->owned_prev = t;
-    h->owned_next = t;
+    fut__list_push_front(h, &t->owned);
 }
 
 static inline void list_del(struct fut_task *t)
 {
-    t->owned_prev->owned_next = t->owned_next;
-    t->owned_next->owned_prev = t->owned_prev;
-    t->owned_next = t->owned_prev = t;
+    fut__list_remove(&t->owned);
 }
 
-/* Moves every task of 'from' to 'to'. */
-static inline void list_splice(struct fut_task *to, struct fut_task *from)
+/* The first task of non-empty list 'h'. */
+static inline struct fut_task *list_first(struct fut__list *h)
 {
-    while (!list_empty(from)) {
-        struct fut_task *t = from->owned_next;
-        list_del(t);
-        list_add(to, t);
-    }
+    return fut__task_of_owned(h->next);
 }
 
 /* FIFO of tasks linked by 'next': appends the chain first..last. */
@@ -517,12 +485,6 @@ static inline int any_lifo(struct mt_sched *m)
 }
 
 /* ------------------------------------------------ the rooms' functions */
-
-/* tslab.c */
-void fut__ts_init(struct tslab *s);
-void fut__ts_fini(struct tslab *s);
-/* ts_alloc's slow path (tslab.h): the class 'c' free list is empty. */
-void *fut__ts_refill(struct tslab *s, uint32_t c);
 
 /* park.c: sleeps until unparked or 'timeout_ns' (-1: none) passed; in
  * the driver when 'use_driver' and nobody else holds it. Owner. */

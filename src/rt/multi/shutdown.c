@@ -16,19 +16,19 @@
 /* Drops the idle tasks of a list this thread owns; tasks owned elsewhere
  * for now (running, queued, being handed over) stay. Returns 1 when some
  * stayed. */
-static int take_over(struct fut_task *head)
+static int take_over(struct fut__list *head)
 {
-    struct fut_task tried;
-    list_init(&tried);
-    while (!list_empty(head)) {
-        struct fut_task *t = head->owned_next;
+    struct fut__list tried;
+    fut__list_init(&tried);
+    while (!fut__list_empty(head)) {
+        struct fut_task *t = list_first(head);
         list_del(t);
-        list_add(&tried, t);
+        fut__list_push_back(&tried, &t->owned);
         /* Completing unlinks it from 'tried'. */
         fut__task_shutdown_idle(t);
     }
-    int left = !list_empty(&tried);
-    list_splice(head, &tried);
+    int left = !fut__list_empty(&tried);
+    fut__list_splice(head, &tried);
     return left;
 }
 
@@ -101,21 +101,21 @@ static void cancel_inject(struct mt_sched *m)
  * with a reference (its completion elsewhere may free it otherwise). */
 static int take_over_foreign(struct mt_sched *m)
 {
-    struct fut_task tried;
-    list_init(&tried);
+    struct fut__list tried;
+    fut__list_init(&tried);
     fut__mutex_lock(&m->inject_lock);
-    while (!list_empty(&m->foreign)) {
-        struct fut_task *t = m->foreign.owned_next;
+    while (!fut__list_empty(&m->foreign)) {
+        struct fut_task *t = list_first(&m->foreign);
         list_del(t);
-        list_add(&tried, t);
+        fut__list_push_back(&tried, &t->owned);
         fut__task_ref_inc(t);
         fut__mutex_unlock(&m->inject_lock);
         fut__task_shutdown_idle(t);
         fut__task_ref_dec(t);
         fut__mutex_lock(&m->inject_lock);
     }
-    int left = !list_empty(&tried);
-    list_splice(&m->foreign, &tried);
+    int left = !fut__list_empty(&tried);
+    fut__list_splice(&m->foreign, &tried);
     fut__mutex_unlock(&m->inject_lock);
     return left;
 }
@@ -137,7 +137,7 @@ static void shutdown_all(struct mt_sched *m)
         }
         cancel_inject(m);
         for (int i = 0; i < m->n; i++) {
-            FUT_ASSERT(list_empty(&m->w[i].owned_local));
+            FUT_ASSERT(fut__list_empty(&m->w[i].owned_local));
             left |= take_over(&m->w[i].owned);
             left |= take_over(&m->w[i].owned_local);
         }
