@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The core benchmarks of ../shared/peers (spawn, yield, oneshot, idle
  * tasks), written against fut's public API with exactly the parameters,
  * rounds, warm-ups and checks of the Tokio peer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fiber benchmarks (issue 20): the shapes of three core benchmarks of
  * ../shared/peers, written with fibers (include/fut/fiber.h), on the
  * current-thread runtime. Targets in bench/targets.txt under "issue 20".

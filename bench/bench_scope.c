@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_scope: task scopes against the Tokio peer's JoinSet.
  *
  *   scope_join  100,000 trivial children ('async move { i as u64 }')

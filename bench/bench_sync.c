@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The channel and lock benchmarks of ../shared/peers (mpsc_1p1c,
  * mpsc_4p1c, mutex_contended), written against fut's public API with
  * exactly the parameters, structure and checks of the Tokio peer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The 'timers' benchmark with the peers' exact parameters
  * (../shared/peers/README.md, tokio/src/main.rs fn timers):
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Instructions per echo round trip, fut's echo_server (epoll, current-
 # thread) against the libuv peer's echo server, under callgrind, and where
 # they go by function.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers of fut's benchmark programs (bench/bench_*.c): timing,
  * CPU and memory meters, the RESULT line of ../shared/peers, runtime
  * flavors, and a table-driven main().

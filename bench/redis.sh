@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fut-redis against redis-server 7.0, the rows of issue 19:
 #   redis_get, redis_set   redis-benchmark -c 50 -n 200000 -t get|set -P 1
 #                          and -P 16; value = req/s, server_cpu_us_per_op =

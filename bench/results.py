@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Regenerates bench/RESULTS.md and bench/history/runs.md from the raw
 runs in bench/runs/.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fut against the peers of ../shared/peers, in one run on one machine.
 #
 # Builds fut's benchmark programs (their own Release build, -O2, no

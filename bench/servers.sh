@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Server rows' machinery, sourced by bench/run.sh and bench/callgrind_echo.sh
 # (bash; not run by itself): start a server on a loopback port that is its

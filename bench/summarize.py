@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """fut against the peers: RESULT lines -> ratio table, then details.
 
     summarize.py [--missing "name ..."] FILE...

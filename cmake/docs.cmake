@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The API reference: doxygen over the public headers (docs/Doxyfile.in),
 # HTML and man pages - one page per header and, through MAN_LINKS, one
 # per function, macro and type (man 3 fut_spawn).

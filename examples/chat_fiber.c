@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chat_fiber: line-broadcast chat with fibers (fut/fiber.h): each line a
  * client sends goes to every other client once, never back to it. One
  * fiber per client waits on its socket and its own unbounded queue at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmdline.h: the example programs' command-line helpers, so that every
  * one of them answers alike: --help (or -h) prints the usage on stdout
  * and exits 0; a bad argument (an unknown option, a missing or bad value,

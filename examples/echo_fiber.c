@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* echo_fiber: a TCP echo server, one fiber per connection (fut/fiber.h).
  * Run: echo_fiber [--workers N] PORT (N >= 1: multi-thread; PORT 0: any,
  * printed as "listening on P"; "backend: NAME" on stderr). SIGINT/SIGTERM:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* echo_server: a TCP echo server on fut (the tcp_echo benchmark's server).
  *
  * What it shows: structured concurrency for a server. Every task - the

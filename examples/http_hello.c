@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* http_hello: an HTTP/1.1 keep-alive server answering "hello", small
  * enough to read in one sitting and careful enough to put on a network
  * (it is also the http_wrk benchmark's server).

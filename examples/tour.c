@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tour of fut: each section exercises one idea of the runtime and prints
  * what happens, step by step. Run it: it ends by checking that every
  * allocation made through fut's allocator hook was given back.

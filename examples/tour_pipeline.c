@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tour's pipeline: producers -> a bounded mpsc -> workers under a
  * semaphore -> a broadcast of the results to every subscriber.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tour's structured-concurrency section (called from tour.c):
  *
  *   a. a task scope: children spawned into it, results taken as they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut: an async runtime for C11 on Linux. Futures are write-once cells
  * polled by a non-blocking contract; wakers are a pointer and a vtable;

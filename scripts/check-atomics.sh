@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks that every atomic of the library goes through src/util/atomic.h,
 # the one header the model checker (test/mc) swaps: no other file under
 # src/ may name <stdatomic.h>, _Atomic, atomic_* (the C11 functions and

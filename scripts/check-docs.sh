@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/check-docs.sh: the docs name only things that exist. Every file
 # path, every fut_ / fut__ / FUT_ name, every `backticked` C identifier
 # and every `test.name` quoted by the prose of the tree must be found in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The check_doxygen test (test/doxygen.cmake): doxygen over the public
 # headers with warnings as errors (docs/Doxyfile.in: an undocumented
 # public function, type, macro or struct member fails), then a check

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks that src/ is a house without circles and that every dependency
 # points down the layer order of docs/architecture.md (its "layers" block).
 #

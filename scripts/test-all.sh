@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds and runs every test of fut, as CI does (.ci/run calls exactly this):
 #   plain   gcc, Debug (-O1), -Werror, contract checks on, model checker,
 #           header/C++ check, install check, valgrind memcheck on the core

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds fut (Release) and runs the tour, examples/tour.c. Installs the
 # build tools with apt-get if they are missing.
 set -euo pipefail

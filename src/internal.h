@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Declarations shared inside src/ (never installed). */
 #ifndef FUT_INTERNAL_H
 #define FUT_INTERNAL_H

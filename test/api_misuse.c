@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Misuse of the public API (docs/design.md, "Programming errors").
  *
  * null_args walks every FUT_EXTERN function of include/fut/ (the table

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The misuse test: its NULL-argument table is generated from the public
 # headers at build time (test/misuse/gen_api_null.py), so a function the
 # headers gain is tested without being listed anywhere.

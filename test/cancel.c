@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cancel tokens (include/fut/cancel.h, C17): the flag, the wait future,
  * child tokens (cancelled with the parent, or alone), cancellation racing
  * from 4 threads against waiters on the runtime, and fut_until_cancelled

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cancel tokens (C17): flag, wait future, child tokens, 4-thread races,
 # fut_until_cancelled (drop where it stood, drop at every PENDING).
 fut_check_test(cancel CASES basic children race_4_threads until_cancelled

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The tree's own checks, run as CTest tests in the plain build only (the
 # sanitizer builds compile the same sources; one verdict is enough):
 #   check_abi      scripts/check-abi.sh: libfut.so's ABI equals

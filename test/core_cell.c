@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The write-once cell and the oneshot: contracts C1-C5 (DESIGN.md),
  * single-threaded semantics first, then races on real threads. The
  * exhaustive interleaving proofs are in test/mc; these tests run the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Combinators (C14, C8, C11): join2/join_all, select2/select_all (fair and
  * biased), map, then. Most cases poll by hand with a counting waker, so
  * every poll, drop and wake is visible; the 'harness' case runs each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The test tools themselves (fut/testing.h): the drop-at-every-PENDING
  * harness counts PENDING returns, drops at each one, drains the runtime,
  * and catches a future that leaks on drop (C11); an async-function

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 fut_check_test(core_harness
   CASES counts catches_leak errors async_example drain failalloc
         failalloc_spawn

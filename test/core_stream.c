@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Streams (C15, C8, C11): the array source, map/filter/take, and the
  * fold/for_each/collect consumers; END stays END; drops cascade once;
  * collect under fail-the-Nth-allocation; every consumer through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tasks and the runtime: spawn/join/abort/detach, wakes (C9, C10),
  * cancellation (C11), the coop budget, cross-thread wakes and spawns,
  * shutdown, block_on, async functions, the debug contract checks

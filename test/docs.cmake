@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # scripts/check-docs.sh: every path and fut_/fut__/FUT_ name the docs
 # (README.md, docs/, bench/, apps/*/README.md, test/mc/README.md, the
 # opening comments of examples/*.c) quote exists in the tree. In the plain

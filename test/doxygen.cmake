@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check_doxygen: scripts/check-doxygen.sh - doxygen over the public
 # headers with warnings as errors (docs/Doxyfile.in: WARN_IF_UNDOCUMENTED),
 # so a public function, type, macro or struct member without a doc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The command lines of the example programs and of fut-redis (issue 30):
  * each answers --help and -h with its usage on stdout, exit 0 and nothing
  * on stderr; and a bad argument (an unknown option, a non-numeric or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/echo_server (issue 21): the built binary runs as a child
  * process on an ephemeral port (test/example_harness.c, shared with
  * test/example_http.c) and is driven over loopback: echoes, the idle

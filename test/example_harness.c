@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* See example_harness.h. */
 #include "example_harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Harness for the tests of the example servers (test/example_http.c,
  * test/example_echo.c): starts a built example as a child process on an
  * ephemeral port (it is given port 0 and prints the port it bound on

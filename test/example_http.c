@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/http_hello as a server one could expose (issue 21): the built
  * binary runs as a child process on an ephemeral port (test/
  * example_harness.c) and is driven over loopback. Cases: pipelining

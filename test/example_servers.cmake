@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The example servers, each run as a child process by its test
 # (test/example_harness.c, shared): example_http drives examples/http_hello,
 # example_echo drives examples/echo_server. Both need the examples built,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fibers (include/fut/fiber.h): spawn (runtime and scope), fn's value as
  * the task's result, fut_await under every kind of fut future (timeout,
  * select, channels, sync, scopes, I/O), the wrappers, misuse, cancel

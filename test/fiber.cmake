@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fibers (include/fut/fiber.h): spawn, fut_await under every kind of
 # future, wrappers, misuse, cancellation, dump, stack pool and guard page,
 # migration between workers (the .mt variants).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fiber examples, run as child processes on an ephemeral port (they
  * print "listening on P"): examples/echo_fiber echoes for 16 clients and
  * exits 0 on SIGTERM with a client still connected (which sees EOF);

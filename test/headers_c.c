@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The umbrella header compiles alone under -std=c11 -Wpedantic -Werror,
  * and brings fut/version.h: the library linked is the headers' version. */
 #include <fut.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // The public headers compile as C++17 with -Wpedantic -Werror and link:
 // a C++ user writes a future, a waker and a task against the C API, and
 // links fut_version() (fut/version.h's extern "C").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The blocking pool (C6, C11): values come back, threads are bounded,
  * a full queue makes submitters wait (backpressure), a job not started is
  * cancelled when its future is dropped, a running one finishes and its

@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: MIT
 fut_check_test(io_blocking CASES pool keepalive fs MT_CASES fs BACKENDS)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the io_*, time_* and net_* tests. */
 #ifndef FUT_TEST_IO_HELPERS_H
 #define FUT_TEST_IO_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reactor (C5 for I/O readiness, C6, C11): an event landing between a
  * poll's EAGAIN and its waker registration is never lost (forced
  * deterministically, and raced by a second thread); registration happens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend's own contracts (src/io/backend_uring.c): the
  * kernel never writes into a dropped future's buffer and no byte is lost
  * for the next reader; dropped accepts and opens leak no fd; a multishot

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The io_uring backend's own contracts (test/io_uring.c); exits 77 when the
 # kernel cannot give io_uring (the cases show as skipped).
 if(FUT_HAVE_URING)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # scripts/check-layers.sh on the objects of this build: no circle between
 # the files of src/, no call or include that climbs the layer order of
 # docs/architecture.md. In the plain build only (the sanitizer builds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An echo server and client built from fut's futures, for the net_*
  * tests (one task per connection: read up to 4 KiB, write it all back). */
 #ifndef FUT_TEST_NET_ECHO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* 10,000 concurrent loopback connections to an echo server, each
  * exchanging messages: no error, no leak. The server runs in a forked
  * child (its own runtime and its own 20,000-fd limit: a client end and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* UDP, Unix stream and datagram sockets, pipes, stdin/stdout, signals,
  * and the accept loop and signals as streams (C15). */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Graceful shutdown of examples/echo_server (fut_shutdown over a task
  * scope, C16/C17) with 1,000 open loopback connections: the server gets
  * SIGTERM while every connection is open and idle; it must stop

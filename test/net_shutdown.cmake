@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Graceful shutdown of examples/echo_server with 1,000 open connections
 # (fut_shutdown over a task scope): all closed, exit 0, no leak, within
 # the grace period. Needs the examples (the server binary).

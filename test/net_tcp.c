@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TCP: listener, accept, connect (refused, timeout), read/write/peek/
  * shutdown, split halves on two tasks, options, the accept backoff on
  * EMFILE (injected and real), injected errors on each syscall path, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The multi-thread runtime (C10, the cross-thread half of C11): spawn
  * from workers and foreign threads, join, block_on from several threads,
  * the task state word under cross-thread wake / abort, thread-affine

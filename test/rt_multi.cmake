@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 fut_check_test(rt_multi CASES spawn_from_workers wake_while_running
   abort_idle_at_once abort_running join_drop_and_detach spawn_local_affinity
   spawn_local_remote_order

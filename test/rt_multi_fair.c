@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fairness and idleness of the multi-thread runtime (C10):
  *   (a) ready_task_no_starve: a task that is always ready (its leaf
  *       futures never pend; only the coop budget stops it) does not

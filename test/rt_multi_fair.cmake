@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 fut_check_test(rt_multi_fair CASES ready_task_no_starve
   lifo_stolen_from_blocked pingpong_no_starve_global idle_cpu TIMEOUT 120)
 # The same steal with the owner's LIFO take on a locked swap (what a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress of the multi-thread runtime, for TSan and ASan as much as for
  * the assertions:
  *   - wake_run_abort_drop: 10^6 tasks (TSan: 3 * 10^5), spawned from

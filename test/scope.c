@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Task scopes (include/fut/scope.h, C16): joining, records as children
  * finish, no child outliving its scope (idle, queued, woken during the
  * cancel, and running on the other worker when the scope is dropped),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Task scopes (C16): join, records, no child outliving its scope (idle,
 # woken during the cancel, running on the other worker), FAIL_FAST and
 # SUPERVISE, nested scopes, spawns from children, foreign cancel, token,

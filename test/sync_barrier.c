@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The barrier (include/fut/sync.h): the n-th wait releases a generation
  * and leads it; reuse; a wait dropped before the release withdraws its
  * arrival (cancel-safe); drop-at-every-PENDING; one leader per generation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The broadcast channel (include/fut/chan.h): every receiver sees every
  * message; subscribe sees only later ones; the exact lag count; closing;
  * the recv future wakes every waiting receiver; drop-at-every-PENDING

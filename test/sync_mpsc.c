@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpsc channels (include/fut/chan.h): bounded and unbounded; send,
  * try_send, reserve/permits, recv, try_recv, close, drops; the stream
  * view; drop-at-every-PENDING of send, reserve and recv (C11, C12);

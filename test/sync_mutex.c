@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The async mutex and the rwlock (include/fut/sync.h): FIFO fairness,
  * no barging, misuse codes, a dropped lock future hands the lock on,
  * drop-at-every-PENDING, mutual exclusion across threads; the rwlock's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Notify (include/fut/sync.h): the stored permit, coalescing, FIFO
  * notify_one, notify_waiters reaching futures initialised before the call
  * (polled or not) and no later ones, forwarding of a notification whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The semaphore (include/fut/sync.h): acquire N, try_acquire, release,
  * add/forget, close; strict FIFO with partial grants; a dropped acquire
  * hands on what it was given (C11, C12: loses-position, nothing lost);

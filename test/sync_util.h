@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the sync_* tests: a counting test waker for manual,
  * single-threaded polling, and a tiny thread pool whose threads drive
  * futures with fut_block_on(NULL, f) (the thread-parking block_on). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The watch channel (include/fut/chan.h): the latest value, changed
  * notification (coalescing), borrow vs borrow_and_update, subscribe,
  * closing, send without receivers, drop-at-every-PENDING (cancel-safe:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared test helpers (Check under CTest). Every test case runs with the
  * leak fixture: the allocator hook's live-block count must be back to its
  * start value when the case ends (libuv's MAKE_VALGRIND_HAPPY). */

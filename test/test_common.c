@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared test helpers; see test.h. */
 #include <time.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sleep, timeout and interval on a runtime (C11, C12, C13): order of
  * firing, never early, timeout drops inner where it stood, 10^6 cancelled
  * timers never fire, the paused clock runs hour-long timeouts in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The timing wheel as a data structure (src/time/wheel.c): deadlines fire
  * at exactly their tick, never early; cancelled entries never fire; far
  * deadlines wrap the top level without firing early; insert and remove

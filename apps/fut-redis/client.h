@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client: the per-connection state that commands see (server.c owns the
  * connection task; this is what it hands to cmd_dispatch).
  *

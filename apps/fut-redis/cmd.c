@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd: the command table, lookup and dispatch, with the checks Redis 7.0
  * makes before a command runs, in its order (processCommand): unknown
  * command, arity, maxmemory (noeviction), the subscribed-mode subset. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd: the command table and dispatch. Every command runs to its end
  * inside one poll of its connection's task (it never awaits): it reads
  * its arguments (slices of the read buffer, resp.h), locks the keyspace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_keys: DEL EXISTS EXPIRE PEXPIRE TTL PTTL PERSIST DBSIZE FLUSHALL. */
 #include <limits.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_list: LPUSH RPUSH LPOP RPOP LRANGE LLEN (Redis 7.0 replies). An
  * emptied list is deleted, as in Redis. */
 #include <limits.h>

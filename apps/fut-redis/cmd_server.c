@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_server: PING ECHO SELECT QUIT COMMAND HELLO CLIENT INFO. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_string: GET SET SETNX GETDEL MGET MSET INCR DECR INCRBY DECRBY
  * APPEND STRLEN, with Redis 7.0's replies and errors. */
 #include <limits.h>

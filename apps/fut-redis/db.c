@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* db: the keyspace (see db.h for the locking rules). Each shard is a
  * chained hash table that doubles when it holds more keys than buckets;
  * the doubling rehashes every key at once (Redis rehashes incrementally:

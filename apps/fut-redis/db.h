@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* db: the keyspace - strings and lists in hash-table shards, expiry
  * (lazy on access plus an active sweep), memory accounting.
  *

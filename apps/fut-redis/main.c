@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fut-redis: a Redis-compatible server on fut (README.md).
  *
  *   fut-redis [--port N] [--bind ADDR...] [--unixsocket PATH]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pubsub: the registry and the PUBLISH / (P)SUBSCRIBE / (P)UNSUBSCRIBE
  * commands (rules in pubsub.h). The channel table has a fixed number of
  * buckets (PS_BUCKETS; chains grow), patterns are one list matched on

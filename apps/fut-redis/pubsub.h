@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pubsub: channels and patterns, over fut's mpsc channels.
  *
  * Every subscribed client has a 'struct subscriber' with an unbounded fut

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* resp: RESP2 request parser and reply writer (see resp.h). The parse
  * follows Redis 7.0's processMultibulkBuffer / processInlineBuffer step by
  * step, so that every malformed request gets the reply Redis gives. */

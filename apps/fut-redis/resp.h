@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* resp: the RESP2 protocol - an incremental request parser (multibulk and
  * inline) and the reply writer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* server: how fut-redis serves connections on fut.
  *
  * Tasks:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* server: the listeners, the connection tasks and their limits
  * (--maxclients, --timeout, the pub/sub output limit), the active expiry
  * task, graceful shutdown. main.c fills the config and calls server_run.

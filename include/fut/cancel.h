@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut cancel tokens: cooperative cancellation (C17).
  *

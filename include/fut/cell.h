@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * Write-once result cells and the oneshot channel built on them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut channels: mpsc (bounded and unbounded), broadcast, watch. The
  * oneshot is in fut/cell.h; all of them share one error vocabulary:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * Combinators: futures made of other futures (C14).
  *

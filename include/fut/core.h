@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut core: results, the allocator hook, the clock, wakers, the poll
  * context, the future interface and async functions as state machines.

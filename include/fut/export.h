@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * Export macro and C++ guards of the fut headers (the version is in
  * fut/version.h). */

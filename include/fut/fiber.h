@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut fibers: straight-line async code on the same runtime.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut io: asynchronous file descriptors, the byte-moving futures over
  * them, the blocking pool, and file operations built on the pool.

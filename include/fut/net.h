@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut net: TCP, UDP and Unix sockets, pipes, stdin/stdout, signals and
  * name resolution, all as 'struct fut_io' handles (io.h) with futures

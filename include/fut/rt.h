@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut runtime: tasks, spawn, join handles, block_on.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut task scopes (structured concurrency, C16) and graceful shutdown.
  *

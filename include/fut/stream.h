@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * Streams: a sequence of items produced asynchronously (C15).
  *

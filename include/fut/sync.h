@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut sync: async locks and signals - semaphore, mutex, rwlock, notify,
  * barrier. (Channels are in fut/chan.h.)

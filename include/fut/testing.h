@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * Test tools for futures, for fut's own tests and for users' tests:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * fut time: sleeps, timeouts and intervals on the runtime's timer wheel.
  *

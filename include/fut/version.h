@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /** \file
  * * \file
  * The version of fut: the numbers of the headers being compiled against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* File operations on the blocking pool. Each runs in a job whose payload
  * holds copies of everything the pool thread touches (path, data, the
  * read buffer, the stat), so a dropped future never leaves a thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The blocking pool: bounded threads, a bounded FIFO queue with
  * backpressure, idle keep-alive, and jobs that are cancelled when their
  * future is dropped before they start (io.h has the user-facing rules).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The write-once cell (C1-C5) and the oneshot channel built on it.
  *
  * Rules of the state word ('state', one fut__aword):

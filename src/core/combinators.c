@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Combinators: join, select, map, then (C14). See fut/combinators.h.
  *
  * Nothing here is shared between threads: a combinator is polled and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The noop waker, async-function drop and the leaf futures. (Result
  * codes, assertions and the report hook are below every layer:
  * src/platform/report.c.) */

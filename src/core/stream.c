@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Streams (C15): the array source, the map/filter/take adaptors and the
  * fold/for_each/collect consumers. See fut/stream.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fibers: a future whose poll runs a function on a stack of its own
  * (include/fut/fiber.h has the contract, docs/fibers.md the model).
  *

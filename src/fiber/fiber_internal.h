@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internals of src/fiber shared by fiber.c, stack.c and the task dump
  * (src/rt/dump.c). */
 #ifndef FUT_FIBER_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Debug builds: a stack overflow in a fiber is named.
  *
  * A fiber that runs past the bottom of its stack writes into the guard

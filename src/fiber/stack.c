@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fiber stacks and their pool.
  *
  * A stack is one anonymous private mapping: a guard page (PROT_NONE) at

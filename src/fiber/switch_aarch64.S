@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fiber context switch for AArch64 (AAPCS64): saves the callee-saved
  * registers (x19-x28, the frame pointer x29, the link register x30 and
  * d8-d15) on the current stack, stores the stack pointer in '*from',

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fiber context switch for x86-64 (System V): saves the callee-saved
  * registers (rbx, rbp, r12-r15, MXCSR and the x87 control word) on the
  * current stack, stores the stack pointer in '*from', loads 'to' as the

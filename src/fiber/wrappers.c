@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fiber wrappers (include/fut/fiber.h): each one is a future on the
  * fiber's stack, fut_await, and that future's result. fut_await reports
  * misuse (outside a fiber) with the caller's file:line, passed through;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The I/O backend interface: the one place that knows the OS's event API.
  *
  * An I/O future does not ask "is this fd readable?" but asks the backend

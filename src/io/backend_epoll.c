@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The epoll backend (backend.h): operations by readiness + syscall.
  *
  * Every fd is registered once, the first time one of its operations

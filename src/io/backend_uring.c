@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend (backend.h): operations as submissions, results as
  * completions, through liburing.
  *

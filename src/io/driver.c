@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The driver: what a scheduler parks in. One per runtime. It owns the
  * I/O backend (epoll or io_uring, chosen here: see pick_backend), the
  * unpark eventfd, the timer wheel and clock, the list

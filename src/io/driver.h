@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The I/O + timer + blocking-pool driver a scheduler parks in: the one
  * entry point the schedulers call (the rest goes through
  * struct fut__driver_vt in rt/rt_internal.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internals shared by the I/O driver (src/io), the timers (src/time), the
  * sockets (src/net) and the blocking pool (src/blocking). */
 #ifndef FUT_IO_INTERNAL_H

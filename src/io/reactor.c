@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reactor: per-fd readiness, the reader's and writer's waker slots,
  * registration with the driver, and the common "try the syscall, wait if
  * it would block" step of every socket future.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection for the io_uring backend, from the environment:
  *
  *   FUT_URING_FAULTS="RULE[,RULE...]"   RULE = WHAT@N: every Nth time

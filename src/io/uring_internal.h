@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend's private state, shared by its three files:
  *   uring_ring.c      the ring's plumbing: the probe, the op and buffer
  *                     pools, the provided-buffer ring, taking and

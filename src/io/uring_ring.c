@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend's plumbing (uring_internal.h): the probe, the op,
  * buffer and chunk pools, the provided-buffer ring, and taking and
  * submitting SQEs. It calls nothing in backend_uring.c. */

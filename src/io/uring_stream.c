@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend's native operations on stream sockets (the rest
  * of the backend: backend_uring.c, whose opening comment has the rules
  * of ownership and threads these follow):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Name resolution: getaddrinfo(3) on the blocking pool. The job's payload
  * holds copies of the host, service and hints; a result nobody takes is
  * freed by the job's discard. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pipes, and stdin / stdout as async streams. */
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Signals through a signalfd: the receive future and the stream. */
 #include <pthread.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The byte-moving futures over any fut_io: read, peek, recv, write, send,
  * writev, write_all, recv_from, send_to. Each poll describes its
  * operation (struct fut__op, io/backend.h) and asks the backend for it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stream sockets: addresses and options, TCP listeners, accept (with the
  * EMFILE backoff), the accept stream, and connect (TCP and Unix) with a
  * deadline. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* UDP sockets: bind and connect. Datagrams move through fut_io_send_to /
  * fut_io_recv_from (stream.c), or fut_io_send / fut_io_recv once
  * connected. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unix sockets: datagram sockets and connected pairs (listen and connect
  * for Unix stream sockets are with TCP's in tcp.c). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocator hook (the lua_Alloc shape) and the live-block count every
  * test's leak check reads. All allocation in fut goes through here.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The monotonic clock every deadline in fut refers to. */
 #include <time.h>
 

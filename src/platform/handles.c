@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The debug builds' registries of live handles and of live runtimes
  * (docs/design.md, "Programming errors"; the misuse report itself is
  * fut__misuse in report.c; the runtime registry is at the end).

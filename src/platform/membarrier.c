@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The asymmetric fence of rt/lifo.h: Linux membarrier(2) with
  * MEMBARRIER_CMD_PRIVATE_EXPEDITED (a full barrier in every running thread
  * of this process, by IPI; Linux 4.14+), which needs one registration per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The asymmetric fence (Linux membarrier, src/platform/membarrier.c). */
 #ifndef FUT_PLATFORM_MEMBARRIER_H
 #define FUT_PLATFORM_MEMBARRIER_H

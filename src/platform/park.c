@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread parking on a futex (std::thread::park semantics): one permit;
  * an unpark before the park makes that park return at once.
  *

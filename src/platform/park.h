@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A thread parker on a futex (src/platform/park.c). */
 #ifndef FUT_PLATFORM_PARK_H
 #define FUT_PLATFORM_PARK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every layer reports through: the names of result codes, the
  * failure of an assertion (FUT_ASSERT, file:line, abort) and the debug
  * report hook (fut_set_report_hook). Below core: it knows nothing of

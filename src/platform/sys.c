@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The syscall shim and its fault injector (see sys.h).
  *
  * Rules of the injector:

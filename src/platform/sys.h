@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The syscall shim: every I/O system call of the library goes through
  * these wrappers, so tests can inject failures deterministically.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The version of the library itself (fut_version, fut_version_string):
  * the FUT_VERSION_* macros of include/fut/version.h as this library was
  * compiled with them, so a program can compare the headers it was built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* block_on without a runtime (fut_block_on(NULL, f), and the schedulers'
  * block_on from a thread outside them): the future is polled on the
  * calling thread with a waker that unparks it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The LIFO slot of a multi-thread worker: one task, filled only by its
  * owner (the task the running task woke or spawned), emptied by the owner
  * between two polls or by a thief that found the owner stuck inside one

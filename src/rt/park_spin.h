@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The park spin's rules: when a multi-thread worker that ran out of work
  * watches its parker before a futex sleep, and for how long
  * (rt/multi/park.c runs the spin; docs/scheduler.md, "Park

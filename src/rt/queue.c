@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-worker ring; see queue.h.
  *
  * Rules:

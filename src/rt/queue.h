@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-worker run queue of the multi-thread scheduler: a bounded ring
  * of task pointers with one owner (push at the back, pop at the front)
  * and any number of stealers that take half of it at once (Tokio's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Runtime internals shared by task.c, the schedulers and runtime.c. */
 #ifndef FUT_RT_INTERNAL_H
 #define FUT_RT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runtime handle: configuration, the choice of scheduler and its
  * driver (the one place that names both: src/rt's schedulers sit below
  * src/io, docs/architecture.md), then every call through the scheduler's

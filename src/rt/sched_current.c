@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The current-thread scheduler: every task runs on the thread inside
  * fut_block_on (Tokio's current_thread).
  *

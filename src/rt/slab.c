@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Task memory cache; see slab.h for the rules. This file has the slow
  * half (chunks, the bump pointer, the drain of the remote stack) and the
  * 8-byte-class entry points. */

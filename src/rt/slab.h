@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-thread block cache for task memory: free lists by size class,
  * carved from 64 KiB chunks. The owner thread allocates and frees without
  * atomics; other threads free onto a lock-free stack the owner drains.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The task: its state word, its waker, its join handle.
  *
  * Rules of the state word ('state'):

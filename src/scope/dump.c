@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The await-tree dump (fut_runtime_dump, include/fut/scope.h).
  *
  * Every future records the child it awaits ('awaiting') or lists its

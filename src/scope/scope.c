@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Task scopes (include/fut/scope.h): children, their records, the
  * scope's cancellation and the drop that waits for every child.
  *

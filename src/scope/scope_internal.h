@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internals shared by the files of src/scope and the task dump
  * (src/scope/dump.c). The rules of every field are in scope.c's rules block. */
 #ifndef FUT_SCOPE_INTERNAL_H

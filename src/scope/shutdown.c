@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Graceful shutdown of a scope as one future (include/fut/scope.h):
  * wait for a signal / a trigger token / the scope itself; cancel the
  * scope's token; give the children a grace period; drop the rest.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cancel tokens (include/fut/cancel.h): a sticky flag, a list of waiting
  * futures and a tree of child tokens.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A reusable barrier: the n-th arrival of a generation releases the other
  * n-1 and is its leader.
  *

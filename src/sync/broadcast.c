@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The broadcast channel: a ring of the last 'cap' messages; every
  * receiver has its own position and copies messages out, so one send
  * reaches every receiver, and a receiver that falls more than 'cap'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The bounded flavor of the mpsc channel (fut_mpsc_new): a lock-free
  * ring whose free capacity is a FIFO semaphore core, behind the core of
  * mpsc_chan.c; with the permits, which only this flavor has.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The mpsc channel's core: creation, the handles' lifetime, and the
  * public functions both flavors share, each a check of its arguments and
  * one call through 'ch->ops' to the bounded flavor (mpsc_bounded.c) or

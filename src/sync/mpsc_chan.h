@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The mpsc channel's core, shared by its two flavors (never installed):
  * the channel block, the flavor table through which the public functions
  * of mpsc_chan.c reach the bounded flavor (mpsc_bounded.c, a lock-free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The unbounded flavor of the mpsc channel (fut_mpsc_unbounded_new): a
  * growable ring under a short lock, behind the core of mpsc_chan.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The async mutex: a FIFO semaphore with one permit (Tokio's Mutex). The
  * permit is free (in the semaphore's word), held by a guard, or granted to
  * a lock future that has not returned it yet; see semaphore.c for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Notify (Tokio's): notify_one wakes the oldest waiter or stores one
  * permit; notify_waiters wakes every waiter that exists when it is called.
  *

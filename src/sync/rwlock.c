@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reader-writer lock: a FIFO semaphore of FUT_RWLOCK_MAX_READERS
  * permits (Tokio's RwLock). A reader takes one permit, a writer all of
  * them, so FIFO order makes it writer-preferring: a queued writer sets

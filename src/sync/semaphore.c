@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The FIFO semaphore: the core (fut__sem, shared with the mutex, the
  * rwlock and the bounded mpsc) and the public fut_semaphore.
  *

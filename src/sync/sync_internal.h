@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Machinery shared by the channels and locks of src/sync (never
  * installed): the waiting machinery of waitq.h (fut__lock, fut__wnode,
  * fut__wakeset, fut__awaker; waitq.c), and

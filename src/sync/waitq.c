@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared machinery of src/sync: the futex lock's slow path, batched
  * waking of waiter lists, and the atomic waker (Tokio's AtomicWaker).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The waiting machinery of src/sync (waitq.c; never installed):
  *
  *   fut__lock      a short-critical-section lock on one fut__aword (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The watch channel: one value and a version number; receivers remember
  * the version they saw and wait for a newer one.
  *

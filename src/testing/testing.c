@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test tools: the drop-at-every-PENDING harness and the fail-the-Nth-
  * allocation hook. See fut/testing.h.
  *

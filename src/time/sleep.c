@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sleep, timeout and interval: the futures over the driver's timer wheel
  * (the wheel and the timer entry's rules are in wheel.c and driver.c). */
 #include <string.h>

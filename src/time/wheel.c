@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The timing wheel (see wheel.h), after Tokio's runtime/time/wheel.
  *
  * Invariants:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The hierarchical timing wheel (Tokio's runtime/time/wheel): 6 levels of
  * 64 slots; a slot of level L spans 64^L ticks of 1 ms, so the wheel
  * covers 64^6 ms (about 2.2 years) and farther deadlines wrap around the

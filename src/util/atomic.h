@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one place every atomic operation, fence and shared plain-data access
  * of the library goes through (tokio's crate::loom).
  *

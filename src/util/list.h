@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Intrusive circular doubly-linked lists (libuv's uv__queue, tokio's
  * intrusive LinkedList): the link lives inside the object on the list, so
  * putting an object on a list or taking it off never allocates, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's mutex, behind one name so a checker can take it over. */
 #ifndef FUT_UTIL_MUTEX_H
 #define FUT_UTIL_MUTEX_H

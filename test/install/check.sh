@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs a built tree into a scratch prefix and builds a consumer three
 # ways: pkg-config + shared lib, pkg-config --static + static lib, and
 # CMake find_package(fut). Each consumer runs a task and checks the result.

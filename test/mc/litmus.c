@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Self-tests of the model checker: classic litmus tests whose answers are
  * known, so the checker is trusted only once they all come out right.
  *

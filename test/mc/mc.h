@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mc: a small stateless model checker for C11 concurrent code ("loom for
  * C"). Model threads are ucontext coroutines driven by one scheduler; the
  * test body is re-executed once per schedule, and every operation below is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internals shared by the scheduler (mc_sched.c) and the memory model
  * (mc_mem.c). Not for models. */
 #ifndef FUT_TEST_MC_INT_H

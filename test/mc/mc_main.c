@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The command line shared by every model program (model_*.c): which
  * models to run, in which memory modes, and which failure a seeded-bug
  * build must report. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The memory model of mc: atomic words (SC, or x86-TSO with per-thread
  * FIFO store buffers), vector-clock happens-before over C11 orderings,
  * race checking of plain-access annotations, and tracked allocation.

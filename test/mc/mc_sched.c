@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler and explorer of mc.
  *
  * Model threads are ucontext coroutines. Before each operation a thread

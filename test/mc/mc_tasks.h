@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test wakers shared by the model programs (model_mpsc.c,
  * model_semaphore.c, model_notify.c): one refcounted 'task' per model
  * thread; a wake unparks that thread; a clone leaked or dropped twice, or

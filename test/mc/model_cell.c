@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Models of the write-once cell and the oneshot channel (src/core/cell.c,
  * contracts C1-C5 and C11), run by the model checker in SC and x86-TSO.
  *

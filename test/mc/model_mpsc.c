@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Models of the bounded mpsc channel (src/sync/mpsc_bounded.c, with
  * src/sync/semaphore.c and src/sync/waitq.c), run by the model checker in
  * SC and x86-TSO, with capacity 1 so every message reuses the one slot:

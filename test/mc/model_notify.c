@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Models of Notify (src/sync/notify.c): no notification is lost.
  *
  *   - notify_one racing with a fut_notified's first poll: whether the

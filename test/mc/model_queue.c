@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Models of the multi-thread scheduler's local ring (src/rt/queue.c) with
  * capacity 4, run by the model checker in SC and x86-TSO.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Models of the FIFO semaphore (src/sync/semaphore.c, src/sync/waitq.c,
  * src/sync/mutex.c) - its permit accounting with one or two permits:
  *

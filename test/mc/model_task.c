@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Models of the task state word (src/rt/task.c; contracts C10 and C11)
  * driven the way the multi-thread scheduler drives it, run by the model
  * checker in SC and x86-TSO.

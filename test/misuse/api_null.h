@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_api_misuse: what the generated table of NULL-argument cases
  * (gen_api_null.py) and the test driver share. */
 #ifndef FUT_TEST_API_NULL_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generates test_api_null's table of cases from the public headers.
 
 Every FUT_EXTERN function in include/fut/*.h, called once per pointer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fuzz target of fut-redis: RESP parsing and command dispatch, in
  * process (no sockets, no runtime). One input is one connection's byte
  * stream: its first byte picks the read size (1..64 bytes per read, so

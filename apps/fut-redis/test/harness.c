@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fut-redis tests' harness (harness.h). */
 #include "harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fut-redis tests' harness: starting fut-redis and redis-server as
  * child processes, raw client sockets, redis-cli runs. Every wait is
  * bounded (HARNESS_WAIT_MS); failures abort the test case with a message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fut-redis side by side with redis-server 7.0: test/compat.redis (every
  * command fut-redis has, its error cases and wrong types, expiry lazy
  * and active, pub/sub with a second client) is sent through redis-cli to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fuzz target (fuzz/fuzz_target.c) in every build configuration:
  *   corpus     every seed input and every regression input (crashes the
  *              fuzzer found, kept in fuzz/regressions) runs cleanly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The RESP2 parser and reply writer of fut-redis (apps/fut-redis/resp.c):
  * multibulk and inline commands, requests split at every byte, Redis
  * 7.0's protocol error texts (checked against redis-server 7.0.15), and

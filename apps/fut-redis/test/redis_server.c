@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fut-redis as a server under load and abuse (the program, over sockets):
  *   benchmark        redis-benchmark -t ping,set,get,incr,lpush,lpop,mset
  *                    -q completes with no error line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The multi-thread scheduler's creation and start (fut_runtime_new with
  * FUT_RT_MULTI_THREAD): the vtable through which the runtime and the
  * tasks reach the rooms, the workers' initial state, the driver hook,

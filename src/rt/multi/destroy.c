@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler's last reference (multi.h's "Lifetime" rules): frees the
  * driver, the workers' memory, the scheduler and the runtime handle. */
 #include "rt/multi/multi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler's references (multi.h's "Lifetime" rules): dropping the
  * last one frees it (destroy.c). */
 #ifndef FUT_RT_MULTI_DESTROY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fut__sched_vt.each_task for src/scope/dump.c's fut_runtime_dump: the
  * walk of every worker's task lists, each on its own worker. */
 #include <time.h>

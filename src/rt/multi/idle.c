@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The idle protocol (multi.h's "Idle protocol" rules, Tokio's idle.rs):
  * the count of unparked and searching workers in 'idle', the sleepers
  * under 'sleep_lock', who is woken for new work (notify_parked, idle.h)

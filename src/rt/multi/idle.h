@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Who to wake, the fast half (idle.c has the rest). */
 #ifndef FUT_RT_MULTI_IDLE_H
 #define FUT_RT_MULTI_IDLE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The injection queue (Tokio's inject): tasks queued from outside the
  * workers, a ring's overflow, and the tasks spawned from other threads,
  * under 'inject_lock'; 'inject_n' is a hint read without it. The checks

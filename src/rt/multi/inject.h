@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The injection queue, the part its users inline (inject.c has the
  * rest): a push of one task, and the lock-free checks that find the
  * queue empty before a take or a batch takes the lock. */

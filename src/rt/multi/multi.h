@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The multi-thread work-stealing scheduler (Tokio's multi_thread): N
  * worker threads, each with a bounded local ring (queue.c), a stealable
  * LIFO slot and a queue of thread-affine tasks; a global injection queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A worker's parker (multi.h's "Parker" rules): the park spin, then a
  * sleep on the worker's futex or in the driver. The unparker's half,
  * unpark_worker, is inline in multi.h (every room wakes workers). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fut__sched_vt.schedule: a task made RUNNING|NOTIFIED by a wake, a
  * spawn or an abort is queued - on this worker (schedule.h), on its
  * home's 'rl' when it is thread-affine, or, from a thread that is not a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where a task goes when it is queued on a worker (multi.h's ownership
  * and LIFO rules): the LIFO slot, the ring (overflowing to the injection
  * queue), the thread-affine queues 'lq' (multi.h) and 'rl'. Inline: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shutdown (multi.h's ownership and lifetime rules): the runtime closes
  * to spawns, each worker drops its thread-affine tasks and exits
  * (fut__mt_worker_exit), the workers are joined, and the shutdown thread,

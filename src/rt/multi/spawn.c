@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A task's life on the scheduler's lists and memory (multi.h's ownership
  * and lifetime rules): spawn from a worker (its slab, its 'owned' list)
  * or from another thread (the hook, 'foreign'), block_on from outside,

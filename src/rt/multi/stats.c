@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Statistics (fut_runtime_stats, fut_runtime_worker_stats): each worker's
  * counters (multi.h's ST_*, written by the worker alone) and those of
  * the threads that are not workers, read without stopping anyone. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stealing (multi.h's LIFO rules; the ring's steal-half is rt/queue.c):
  * a searching worker takes half a peer's ring, starting at a random peer;
  * a peer that looks stuck in one long poll also gives up its LIFO slot. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The thread-local pointers every room reads (multi.h): the worker on
  * this thread (worker.c sets it) and the runtime whose lists this thread
  * owns while it shuts it down (shutdown.c sets it). Defined here, in no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Task memory of a worker: its slab (rt/slab.h, the whole mechanism) in
  * classes of whole cache lines - class c holds c * TS_LINE bytes, so
  * blocks are 64-aligned and two tasks never share a line (multi.h's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The worker loop (Tokio's worker.rs): the next task (handoff, the global
  * queue every 'event_interval' ticks, 'lq', the LIFO slot, the ring,
  * 'rl', the injection queue), a tick that runs it and the LIFO chain it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A consumer of the installed fut: spawns a task, awaits it. */
 #include <fut.h>
 #include <stdio.h>
