@@ -279,7 +279,7 @@ static void run_yield_many(struct fut_runtime *rt, const char *config)
 
 /* What the pings of one round share (lives in the round future). */
 struct pp_shared {
-    atomic_size_t rem;         /* pings not finished yet */
+    atomic_size_t rem;          /* pings not finished yet */
     struct fut_oneshot_tx done; /* sent by the ping that brings rem to 0 */
 };
 
@@ -310,8 +310,7 @@ static void pp_pong_cleanup(struct fut_future *f)
     fut_oneshot_rx_drop(&p->rx1); /* no-op once moved or received */
     fut_oneshot_tx_drop(&p->tx2); /* no-op once sent */
 }
-FUT_ASYNC_VTABLE(pp_pong_vt, "ping_pong.pong", pp_pong_poll,
-                 pp_pong_cleanup);
+FUT_ASYNC_VTABLE(pp_pong_vt, "ping_pong.pong", pp_pong_poll, pp_pong_cleanup);
 
 /* The ping task: two oneshots, spawn the pong, send, await the answer,
  * count down. */
@@ -355,8 +354,7 @@ static void pp_ping_cleanup(struct fut_future *f)
     struct pp_ping *p = (struct pp_ping *)f;
     fut_oneshot_rx_drop(&p->rx2);
 }
-FUT_ASYNC_VTABLE(pp_ping_vt, "ping_pong.ping", pp_ping_poll,
-                 pp_ping_cleanup);
+FUT_ASYNC_VTABLE(pp_ping_vt, "ping_pong.ping", pp_ping_poll, pp_ping_cleanup);
 
 /* ping_pong_round: 1,000 pings, then wait for the last one's signal. */
 struct pp_round {
@@ -643,8 +641,8 @@ static int ol_body_poll(struct fut_future *f, struct fut_context *cx)
     }
     BENCH_CHECK(b->sum == ONESHOT_LOCAL_N * (ONESHOT_LOCAL_N - 1) / 2,
                 "oneshot_local: sum %llu", (unsigned long long)b->sum);
-    bench_report(&b->m, "oneshot_local", b->config, ONESHOT_LOCAL_N,
-                 "ns/op", "");
+    bench_report(&b->m, "oneshot_local", b->config, ONESHOT_LOCAL_N, "ns/op",
+                 "");
     FUT_END(f);
 }
 FUT_ASYNC_VTABLE(ol_body_vt, "oneshot_local", ol_body_poll, NULL);
@@ -669,7 +667,8 @@ static void idle_started(struct idle_shared *sh)
 {
     /* AcqRel as in the peer. */
     if (atomic_fetch_add_explicit(&sh->started, 1, memory_order_acq_rel) +
-            1 == IDLE_N)
+            1 ==
+        IDLE_N)
         BENCH_CHECK(fut_oneshot_send(&sh->all, &unit_value) == 0,
                     "idle_task: signal refused");
 }
@@ -690,8 +689,8 @@ static int idle_pending_poll(struct fut_future *f, struct fut_context *cx)
     FUT_AWAIT(f, &t->p);
     FUT_END(f);
 }
-FUT_ASYNC_VTABLE(idle_pending_vt, "idle_task_pending.task",
-                 idle_pending_poll, NULL);
+FUT_ASYNC_VTABLE(idle_pending_vt, "idle_task_pending.task", idle_pending_poll,
+                 NULL);
 
 /* 'async move { count; let _ = rx.await; }' */
 struct idle_oneshot_task {
@@ -716,8 +715,8 @@ static void idle_oneshot_cleanup(struct fut_future *f)
 {
     fut_oneshot_rx_drop(&((struct idle_oneshot_task *)f)->rx);
 }
-FUT_ASYNC_VTABLE(idle_oneshot_vt, "idle_task_oneshot.task",
-                 idle_oneshot_poll, idle_oneshot_cleanup);
+FUT_ASYNC_VTABLE(idle_oneshot_vt, "idle_task_oneshot.task", idle_oneshot_poll,
+                 idle_oneshot_cleanup);
 
 /* tokio peer: idle_tasks(): RSS before, spawn 1,000,000 tasks that park
  * forever, wait until all were polled once, RSS after; exit without
@@ -793,8 +792,7 @@ static int idle_body_poll(struct fut_future *f, struct fut_context *cx)
 }
 FUT_ASYNC_VTABLE(idle_body_vt, "idle_task", idle_body_poll, NULL);
 
-static void run_idle(struct fut_runtime *rt, const char *config,
-                     int oneshot)
+static void run_idle(struct fut_runtime *rt, const char *config, int oneshot)
 {
     struct idle_body b;
     fut_future_init(&b.base, &idle_body_vt);

@@ -142,9 +142,8 @@ static intptr_t spawn_body(void *config)
     bench_meter_start(&m);
     for (int r = 0; r < SPAWN_ROUNDS; r++)
         spawn_round(h);
-    bench_report(&m, "fiber_spawn", config,
-                 (uint64_t)SPAWN_N * SPAWN_ROUNDS, "ns/fiber",
-                 "fibers_per_round=10000");
+    bench_report(&m, "fiber_spawn", config, (uint64_t)SPAWN_N * SPAWN_ROUNDS,
+                 "ns/fiber", "fibers_per_round=10000");
     free(h);
     return 0;
 }

@@ -88,7 +88,7 @@ static int mp_consumer_poll(struct fut_future *f, struct fut_context *cx)
         fut_mpsc_recv_init(&c->recv, &c->rx, &c->v);
         FUT_AWAIT(f, &c->recv);
         if (c->recv.result != 0)
-            break; /* FUT_ECLOSED: every sender is gone */
+            break;          /* FUT_ECLOSED: every sender is gone */
         c->out.sum += c->v; /* wrapping, as the peer's wrapping_add */
         c->out.n++;
     }

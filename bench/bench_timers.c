@@ -61,8 +61,7 @@ static int timer_poll(struct fut_future *f, struct fut_context *cx)
             int64_t late = fut_time_now() - t->t0 - t->d;
             atomic_fetch_add_explicit(&t->sh->late_ns, late > 0 ? late : 0,
                                       memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->sh->fired, 1,
-                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->sh->fired, 1, memory_order_relaxed);
         }
     }
     if (atomic_fetch_sub_explicit(&t->sh->remaining, 1,
@@ -103,7 +102,7 @@ static int body_poll(struct fut_future *f, struct fut_context *cx)
     bench_meter_start(&b->m);
     for (b->i = 0; b->i < TIMERS_N;) {
         for (long end = b->i + TIMERS_BATCH < TIMERS_N ? b->i + TIMERS_BATCH
-                                                        : TIMERS_N;
+                                                       : TIMERS_N;
              b->i < end; b->i++) {
             struct timer_task t;
             fut_future_init(&t.base, &timer_vt);
@@ -130,8 +129,7 @@ static int body_poll(struct fut_future *f, struct fut_context *cx)
                  "arm_ms=%.1f fired=%ld cancel_missed=%ld mean_late_us=%.1f",
                  b->arm_ms, fired, atomic_load(&b->sh.missed),
                  (double)atomic_load(&b->sh.late_ns) / (double)fired / 1e3);
-        bench_report(&b->m, "timers", b->config, TIMERS_N, "ns/timer",
-                     extra);
+        bench_report(&b->m, "timers", b->config, TIMERS_N, "ns/timer", extra);
     }
     FUT_END(f);
 }

@@ -56,10 +56,10 @@ static inline void bench_fail(const char *fmt, ...)
 
 /* Aborts the benchmark with a message unless 'cond' holds. Always on:
  * these are the peers' assert_eq!/unwrap() checks. */
-#define BENCH_CHECK(cond, ...)                                                \
-    do {                                                                      \
-        if (__builtin_expect(!(cond), 0))                                     \
-            bench_fail(__VA_ARGS__);                                          \
+#define BENCH_CHECK(cond, ...)                                               \
+    do {                                                                     \
+        if (__builtin_expect(!(cond), 0))                                    \
+            bench_fail(__VA_ARGS__);                                         \
     } while (0)
 
 /* std::hint::black_box: hides 'v' from the optimiser. */
@@ -143,10 +143,10 @@ static inline void bench_report(const struct bench_meter *m,
 /* ------------------------------------------------------------- flavors */
 
 struct bench_flavor {
-    const char *arg;    /* command-line name: ct, mt1, mt2 */
-    const char *config; /* RESULT config name, as the Tokio peer's */
-    int rt_flavor;      /* enum fut_rt_flavor */
-    int workers;        /* multi-thread worker count */
+    const char *arg;      /* command-line name: ct, mt1, mt2 */
+    const char *config;   /* RESULT config name, as the Tokio peer's */
+    int rt_flavor;        /* enum fut_rt_flavor */
+    int workers;          /* multi-thread worker count */
     int64_t park_spin_ns; /* fut_rt_config.park_spin_ns (0: default) */
 };
 
@@ -189,8 +189,8 @@ static inline int bench_flavor_supported(const struct bench_flavor *fl)
 
 /* Creates the runtime for 'fl'; exits 77 when this fut cannot make one
  * (FUT_EINVAL: the flavor does not exist yet), 1 on other errors. */
-static inline struct fut_runtime *bench_runtime_new(
-    const struct bench_flavor *fl)
+static inline struct fut_runtime *
+bench_runtime_new(const struct bench_flavor *fl)
 {
     struct fut_runtime *rt = NULL;
     int r = bench_runtime_try(fl, &rt);
@@ -227,8 +227,7 @@ static inline void bench_print_stats(struct fut_runtime *rt)
                 "stats worker=%d spawned=%llu polls=%llu remote=%llu "
                 "parks=%llu unparks=%llu steals=%llu stolen=%llu "
                 "lifo=%llu global=%llu budget=%llu\n",
-                i, (unsigned long long)s.spawned,
-                (unsigned long long)s.polls,
+                i, (unsigned long long)s.spawned, (unsigned long long)s.polls,
                 (unsigned long long)s.remote_wakes,
                 (unsigned long long)s.parks, (unsigned long long)s.unparks,
                 (unsigned long long)s.steals, (unsigned long long)s.stolen,
@@ -281,9 +280,9 @@ static inline int bench_word_in(const char *list, const char *word)
 static inline void bench_usage(const char *prog,
                                const struct bench_entry *tab, size_t n)
 {
-    fprintf(stderr,
-            "usage: %s list | bench <name> [ct|mt1|mt2|mt2nospin]\nnames:",
-            prog);
+    fprintf(
+        stderr,
+        "usage: %s list | bench <name> [ct|mt1|mt2|mt2nospin]\nnames:", prog);
     for (size_t i = 0; i < n; i++)
         fprintf(stderr, " %s", tab[i].name);
     fprintf(stderr, "\n");
@@ -323,15 +322,15 @@ static inline int bench_main(int argc, char **argv,
     for (size_t i = 0; i < n; i++)
         if (strcmp(tab[i].name, argv[2]) == 0)
             e = &tab[i];
-    const struct bench_flavor *fl = bench_flavor_find(argc == 4 ? argv[3]
-                                                                : "ct");
+    const struct bench_flavor *fl =
+        bench_flavor_find(argc == 4 ? argv[3] : "ct");
     if (!e || !fl) {
         bench_usage(argv[0], tab, n);
         return 2;
     }
     if (!bench_word_in(e->flavors, fl->arg)) {
-        fprintf(stderr, "bench: unsupported: %s has no %s variant\n",
-                e->name, fl->config);
+        fprintf(stderr, "bench: unsupported: %s has no %s variant\n", e->name,
+                fl->config);
         return BENCH_EXIT_SKIP;
     }
     long live0 = fut_alloc_live();
@@ -340,8 +339,10 @@ static inline int bench_main(int argc, char **argv,
     fut_runtime_free(rt);
     long live = fut_alloc_live();
     if (live != live0)
-        fprintf(stderr, "bench: warning: %ld blocks still allocated "
-                        "through fut after shutdown\n", live - live0);
+        fprintf(stderr,
+                "bench: warning: %ld blocks still allocated "
+                "through fut after shutdown\n",
+                live - live0);
     return 0;
 }
 

@@ -15,7 +15,10 @@
 #include "cmdline.h"
 #include "fut.h"
 
-struct msg { size_t len; char text[1024]; }; /* a line or a piece of one */
+struct msg {
+    size_t len;
+    char text[1024];
+}; /* a line or a piece of one */
 struct client {
     struct fut_mpsc_tx tx; /* its queue; used and dropped under 'lock' */
     struct client *next;   /* the list of clients, under 'lock' */
@@ -55,7 +58,9 @@ static intptr_t client(void *io)
     char buf[4096];
     size_t have = 0, n;
     struct msg m;
-    struct fut_io_read rd; struct fut_mpsc_recv rv; struct fut_select2 sel;
+    struct fut_io_read rd;
+    struct fut_mpsc_recv rv;
+    struct fut_select2 sel;
     for (;;) {
         fut_io_read_init(&rd, io, buf + have, sizeof buf - have);
         fut_mpsc_recv_init(&rv, &rx, &m);
@@ -123,7 +128,9 @@ int main(int argc, char **argv)
     if (r != 0)
         return ex_usage(r > 0, usage_text);
     struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};
-    struct fut_runtime *rt; struct sockaddr_storage ss; socklen_t len;
+    struct fut_runtime *rt;
+    struct sockaddr_storage ss;
+    socklen_t len;
     if (fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
         fut_addr_parse(NULL, port, &ss, &len) ||
         fut_tcp_listen((struct sockaddr *)&ss, len, 0, &ln) ||

@@ -64,7 +64,9 @@ int main(int argc, char **argv)
     if (r != 0)
         return ex_usage(r > 0, usage_text);
     struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};
-    struct fut_runtime *rt; struct sockaddr_storage ss; socklen_t len;
+    struct fut_runtime *rt;
+    struct sockaddr_storage ss;
+    socklen_t len;
     if (fut_signal_open(s, 2, &sig) || fut_runtime_new(&cfg, &rt) ||
         fut_addr_parse(NULL, port, &ss, &len) ||
         fut_tcp_listen((struct sockaddr *)&ss, len, 0, &ln) ||

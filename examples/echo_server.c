@@ -47,7 +47,8 @@
 #include "cmdline.h"
 #include "fut.h"
 
-#define GRACE_NS (5LL * 1000 * 1000 * 1000) /* shutdown: time given to
+#define GRACE_NS                                                             \
+    (5LL * 1000 * 1000 * 1000) /* shutdown: time given to
                                                open connections */
 #define DUMP_BYTES (256 * 1024)
 #define BUF_BYTES 4096 /* a connection's buffer (the peers' size) */
@@ -66,12 +67,12 @@ static atomic_long served; /* connections closed so far */
  * runs in, and the graceful shutdown that ends it. */
 struct server {
     struct fut_future base;
-    struct fut_io *sig;      /* SIGINT/SIGTERM (signalfd) */
-    struct fut_io *dumpsig;  /* SIGUSR1 */
+    struct fut_io *sig;     /* SIGINT/SIGTERM (signalfd) */
+    struct fut_io *dumpsig; /* SIGUSR1 */
     struct fut_io *listener;
-    struct fut_scope scope;  /* parent of every task below */
-    struct fut_shutdown sd;  /* signal -> cancel -> grace -> drop */
-    int inited;              /* the scope was initialised */
+    struct fut_scope scope; /* parent of every task below */
+    struct fut_shutdown sd; /* signal -> cancel -> grace -> drop */
+    int inited;             /* the scope was initialised */
 };
 
 /* The acceptor, a child of the scope: accepts until the scope's token is
@@ -123,8 +124,8 @@ struct conn {
  * scope's token is cancelled. */
 struct dumper {
     struct fut_future base;
-    struct fut_io *sig;               /* SIGUSR1 (signalfd) */
-    struct fut_token *tok;            /* the scope's */
+    struct fut_io *sig;    /* SIGUSR1 (signalfd) */
+    struct fut_token *tok; /* the scope's */
     struct fut_signal_recv rx;
     struct fut_until_cancelled until; /* rx, until the token fires */
 };
@@ -413,8 +414,10 @@ int main(int argc, char **argv)
     fut_runtime_free(rt);
     long left = fut_alloc_live();
     if (left != 0 || atomic_load(&live) != 0) {
-        fprintf(stderr, "echo_server: leak: %ld blocks, %ld connections "
-                        "still open\n", left, atomic_load(&live));
+        fprintf(stderr,
+                "echo_server: leak: %ld blocks, %ld connections "
+                "still open\n",
+                left, atomic_load(&live));
         return 3;
     }
     return 0;

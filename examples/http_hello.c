@@ -52,25 +52,32 @@
 /* Every limit the server enforces, in one place. Beside each: nginx's
  * default for the same thing (where nginx counts differently, the
  * comment says how). Sizes are fixed at build time; times are options. */
-#define SMALL_IN 1024         /* bytes: an idle connection's read buffer;
+#define SMALL_IN                                                             \
+    1024 /* bytes: an idle connection's read buffer;
                                  nginx client_header_buffer_size 1k */
-#define HEAD_MAX 8192         /* bytes: request line + headers, else 431;
+#define HEAD_MAX                                                             \
+    8192                         /* bytes: request line + headers, else 431;
                                  nginx large_client_header_buffers 4 8k
                                  (8k a line, 32k a head; nginx says 400
                                  or 414) */
 #define IN_MAX (HEAD_MAX + 4096) /* bytes: the in-flight read buffer */
-#define OUT_MAX 16384         /* bytes: replies batched into one write;
+#define OUT_MAX                                                              \
+    16384 /* bytes: replies batched into one write;
                                  nginx output_buffers 2 32k */
-#define BODY_MAX (1L << 20)   /* bytes: largest body skipped, else 413;
+#define BODY_MAX                                                             \
+    (1L << 20) /* bytes: largest body skipped, else 413;
                                  nginx client_max_body_size 1m */
-#define LINGER_NS (2LL * 1000 * 1000 * 1000) /* after an error reply,
+#define LINGER_NS                                                            \
+    (2LL * 1000 * 1000 * 1000) /* after an error reply,
                                  input is read and dropped for this long
                                  (see "linger"); nginx lingering_time 30s,
                                  lingering_timeout 5s */
-#define BUFS_CACHED 16        /* in-flight buffers a thread keeps for
+#define BUFS_CACHED                                                          \
+    16 /* in-flight buffers a thread keeps for
                                  reuse (see bufs_give); nginx: none, it
                                  frees into its per-connection pool */
-#define GRACE_NS (5LL * 1000 * 1000 * 1000) /* shutdown: time given to
+#define GRACE_NS                                                             \
+    (5LL * 1000 * 1000 * 1000) /* shutdown: time given to
                                  open connections; nginx
                                  worker_shutdown_timeout (none) */
 
@@ -288,8 +295,8 @@ static int each_line(const char *p, size_t n, struct request *rq)
             len--;
         if (memchr(p, '\r', len))
             return -1;
-        int r = first ? parse_request_line(p, len, rq)
-                      : parse_header(p, len, rq);
+        int r =
+            first ? parse_request_line(p, len, rq) : parse_header(p, len, rq);
         if (r < 0)
             return -1;
         first = 0;
@@ -424,15 +431,15 @@ static void bufs_flush(void *unused)
 struct conn {
     struct fut_future base;
     struct fut_io *io;
-    struct bufs *b;       /* in-flight buffers, NULL while idle */
-    char *in;             /* b->in, or 'small' while b is NULL */
-    size_t in_len;        /* bytes buffered in 'in' */
-    size_t out_len;       /* bytes of replies in b->out */
-    size_t skip;          /* body bytes still to skip */
-    int64_t deadline;     /* of the phase (see the rules) */
+    struct bufs *b;   /* in-flight buffers, NULL while idle */
+    char *in;         /* b->in, or 'small' while b is NULL */
+    size_t in_len;    /* bytes buffered in 'in' */
+    size_t out_len;   /* bytes of replies in b->out */
+    size_t skip;      /* body bytes still to skip */
+    int64_t deadline; /* of the phase (see the rules) */
     enum phase phase;
-    int closing;          /* close once 'out' is written */
-    int error;            /* an error reply was given (then linger) */
+    int closing;            /* close once 'out' is written */
+    int error;              /* an error reply was given (then linger) */
     struct fut_timeout tmo; /* wraps rd or wr */
     struct fut_io_read rd;
     struct fut_io_write_all wr;
@@ -451,11 +458,16 @@ static void put(struct conn *c, const char *s, size_t n)
 static const char *status_text(int status)
 {
     switch (status) {
-    case 400: return "400 Bad Request";
-    case 408: return "408 Request Timeout";
-    case 413: return "413 Content Too Large";
-    case 431: return "431 Request Header Fields Too Large";
-    default: return "501 Not Implemented";
+    case 400:
+        return "400 Bad Request";
+    case 408:
+        return "408 Request Timeout";
+    case 413:
+        return "413 Content Too Large";
+    case 431:
+        return "431 Request Header Fields Too Large";
+    default:
+        return "501 Not Implemented";
     }
 }
 
@@ -538,8 +550,8 @@ static void settle(struct conn *c)
 {
     if (c->phase == PH_NEXT) {
         c->phase = c->in_len ? PH_HEAD : PH_IDLE;
-        c->deadline = fut_time_now() +
-                      (c->in_len ? lim.header_ns : lim.keepalive_ns);
+        c->deadline =
+            fut_time_now() + (c->in_len ? lim.header_ns : lim.keepalive_ns);
     }
     if (c->b && c->in_len == 0 && c->skip == 0) {
         bufs_give(c->b);

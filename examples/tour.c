@@ -33,12 +33,12 @@
 static int failures;
 int tour_scope(struct fut_runtime *rt);
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            printf("   !! check failed: %s (line %d)\n", #cond, __LINE__);    \
-            failures++;                                                       \
-        }                                                                     \
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            printf("   !! check failed: %s (line %d)\n", #cond, __LINE__);   \
+            failures++;                                                      \
+        }                                                                    \
     } while (0)
 
 static void section(const char *title)
@@ -101,10 +101,10 @@ static void tour_race(void)
     pthread_create(&tb, NULL, race, &b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    printf("   thread A (111) -> %s\n", a.result ? fut_err_name(a.result)
-                                                   : "won");
-    printf("   thread B (222) -> %s\n", b.result ? fut_err_name(b.result)
-                                                   : "won");
+    printf("   thread A (111) -> %s\n",
+           a.result ? fut_err_name(a.result) : "won");
+    printf("   thread B (222) -> %s\n",
+           b.result ? fut_err_name(b.result) : "won");
     fut_cell_take(&c, &out);
     printf("   the cell holds %llu: exactly one winner, one FUT_ELOST\n",
            (unsigned long long)out);
@@ -463,8 +463,9 @@ int main(int argc, char **argv)
     if (argc > 1) { /* --help, or an argument the tour does not take */
         int help = ex_is_help(argv[1]) && argc == 2;
         if (!help)
-            ex_bad("tour", ex_is_help(argv[1]) ? "extra argument"
-                                               : "unknown argument",
+            ex_bad("tour",
+                   ex_is_help(argv[1]) ? "extra argument"
+                                       : "unknown argument",
                    argv[ex_is_help(argv[1]) ? 2 : 1]);
         return ex_usage(help, usage_text);
     }
@@ -485,7 +486,7 @@ int main(int argc, char **argv)
     tour_sockets(rt);
     section("8. a pipeline: producers -> mpsc -> workers -> broadcast");
     CHECK(tour_pipeline() == 0); /* examples/tour_pipeline.c */
-    failures += tour_scope(rt); /* examples/tour_scope.c */
+    failures += tour_scope(rt);  /* examples/tour_scope.c */
     section("10. the runtime's counters");
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);

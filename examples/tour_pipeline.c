@@ -171,7 +171,8 @@ static int dispatcher_poll(struct fut_future *f, struct fut_context *cx)
         }
     }
     printf("  dispatcher: queue closed after %d jobs; dropping its "
-           "broadcast sender\n", d->spawned);
+           "broadcast sender\n",
+           d->spawned);
     fut_broadcast_tx_drop(&d->out);
     fut_mpsc_rx_drop(&d->rx);
     FUT_END(f);
@@ -234,8 +235,9 @@ FUT_ASYNC_VTABLE(subscriber_vt, "subscriber", subscriber_poll,
 
 /* ---------------------------------------------------------------- run */
 
-static int spawn_subscriber(struct fut_runtime *rt, struct fut_broadcast_rx *rx,
-                            char name, struct fut_join *j)
+static int spawn_subscriber(struct fut_runtime *rt,
+                            struct fut_broadcast_rx *rx, char name,
+                            struct fut_join *j)
 {
     struct subscriber s;
     memset(&s, 0, sizeof s);

@@ -24,12 +24,12 @@ int tour_scope(struct fut_runtime *rt);
 
 static int failures;
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            printf("   !! check failed: %s (line %d)\n", #cond, __LINE__);    \
-            failures++;                                                       \
-        }                                                                     \
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            printf("   !! check failed: %s (line %d)\n", #cond, __LINE__);   \
+            failures++;                                                      \
+        }                                                                    \
     } while (0)
 
 #define MS (1000LL * 1000)
@@ -262,8 +262,7 @@ static int shutdown_demo_poll(struct fut_future *f, struct fut_context *cx)
     fut_token_fini(&d->trigger);
     FUT_END(f);
 }
-FUT_ASYNC_VTABLE(shutdown_demo_vt, "shutdown_demo", shutdown_demo_poll,
-                 NULL);
+FUT_ASYNC_VTABLE(shutdown_demo_vt, "shutdown_demo", shutdown_demo_poll, NULL);
 
 int tour_scope(struct fut_runtime *rt)
 {

@@ -35,7 +35,7 @@ static inline void fut__waker_store(struct fut_waker *slot,
 
 /* FUT_ASSERT: programming errors. Aborts with file:line in debug builds
  * (FUT_DEBUG), compiles to nothing otherwise. FUT_CHECK always aborts. */
-#define FUT_CHECK(e)                                                          \
+#define FUT_CHECK(e)                                                         \
     ((e) ? (void)0 : fut__assert_fail(#e, __FILE__, __LINE__))
 #ifdef FUT_DEBUG
 #define FUT_ASSERT(e) FUT_CHECK(e)
@@ -67,24 +67,24 @@ static inline void fut__waker_store(struct fut_waker *slot,
 #else
 #define FUT_MISUSE(what) ((void)0)
 #endif
-#define FUT_ARG_CHECK(cond, what)                                             \
-    do {                                                                      \
-        if (__builtin_expect(!(cond), 0))                                     \
-            return FUT_EINVAL;                                                \
+#define FUT_ARG_CHECK(cond, what)                                            \
+    do {                                                                     \
+        if (__builtin_expect(!(cond), 0))                                    \
+            return FUT_EINVAL;                                               \
     } while (0)
-#define FUT_ARG_VOID(cond, what)                                              \
-    do {                                                                      \
-        if (__builtin_expect(!(cond), 0)) {                                   \
-            FUT_MISUSE(what);                                                 \
-            return;                                                           \
-        }                                                                     \
+#define FUT_ARG_VOID(cond, what)                                             \
+    do {                                                                     \
+        if (__builtin_expect(!(cond), 0)) {                                  \
+            FUT_MISUSE(what);                                                \
+            return;                                                          \
+        }                                                                    \
     } while (0)
-#define FUT_ARG_OR(cond, what, v)                                             \
-    do {                                                                      \
-        if (__builtin_expect(!(cond), 0)) {                                   \
-            FUT_MISUSE(what);                                                 \
-            return (v);                                                       \
-        }                                                                     \
+#define FUT_ARG_OR(cond, what, v)                                            \
+    do {                                                                     \
+        if (__builtin_expect(!(cond), 0)) {                                  \
+            FUT_MISUSE(what);                                                \
+            return (v);                                                      \
+        }                                                                    \
     } while (0)
 
 /* Debug builds: the registry of live handles (src/platform/handles.c). A
@@ -100,9 +100,9 @@ void fut__handle_check(const void *obj, uint32_t gen, const char *fn,
 void fut__handle_end(const void *obj, uint32_t gen, const char *fn,
                      const void *caller);
 #define FUT_HANDLE_NEW(obj) fut__handle_new(obj)
-#define FUT_HANDLE_CHECK(obj, gen, fn)                                        \
+#define FUT_HANDLE_CHECK(obj, gen, fn)                                       \
     fut__handle_check((obj), (gen), (fn), FUT__CALLER)
-#define FUT_HANDLE_END(obj, gen, fn)                                          \
+#define FUT_HANDLE_END(obj, gen, fn)                                         \
     fut__handle_end((obj), (gen), (fn), FUT__CALLER)
 #else
 #define FUT_HANDLE_NEW(obj) ((void)(obj), 0u)
@@ -131,8 +131,8 @@ struct fut_runtime;
 void fut__rt_reg_add(const void *rt);
 void fut__rt_reg_forget(const void *rt);
 int fut__rt_reg_live(const void *rt);
-void fut__rt_check(const struct fut_runtime *rt, int freed_ok,
-                   const char *fn, const void *caller);
+void fut__rt_check(const struct fut_runtime *rt, int freed_ok, const char *fn,
+                   const void *caller);
 #define FUT_RT_ADD(rt) fut__rt_reg_add(rt)
 #define FUT_RT_FORGET(rt) fut__rt_reg_forget(rt)
 #define FUT_RT_CHECK(rt) fut__rt_check((rt), 1, __func__, FUT__CALLER)
@@ -147,7 +147,7 @@ void fut__rt_check(const struct fut_runtime *rt, int freed_ok,
 #define FUT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define FUT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-#define fut__container_of(ptr, type, member)                                  \
+#define fut__container_of(ptr, type, member)                                 \
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* ------------------------------------------------------------ allocation */
@@ -184,10 +184,10 @@ struct fut__blockpool {
     void *(*alloc)(struct fut__blockpool *p, size_t size, uint32_t *cls);
     void (*free)(struct fut__blockpool *p, void *block, uint32_t cls,
                  size_t size);
-    void *cache;         /* owner only: freed blocks, linked by word 0 */
-    uint32_t cache_n;    /* how many */
-    uint32_t cache_cls;  /* their class (as 'free' wants it) */
-    size_t cache_size;   /* their size */
+    void *cache;        /* owner only: freed blocks, linked by word 0 */
+    uint32_t cache_n;   /* how many */
+    uint32_t cache_cls; /* their class (as 'free' wants it) */
+    size_t cache_size;  /* their size */
 };
 extern _Thread_local struct fut__blockpool *fut__tls_pool;
 

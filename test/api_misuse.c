@@ -23,15 +23,17 @@
 #include "test.h"
 
 _Alignas(64) unsigned char blank[12][API_BLANK_SIZE];
-void stub_fn(void) {}
+void stub_fn(void)
+{
+}
 
 /* ------------------------------------------------------ child processes */
 
 struct child {
-    int status;      /* waitpid's */
-    long result;     /* what the call returned (exited normally) */
-    int returned;    /* the call returned */
-    char out[4096];  /* its stderr (and the result line) */
+    int status;     /* waitpid's */
+    long result;    /* what the call returned (exited normally) */
+    int returned;   /* the call returned */
+    char out[4096]; /* its stderr (and the result line) */
 };
 
 /* Runs fn in a forked child whose stderr is captured; 10 s at most. */
@@ -131,9 +133,9 @@ START_TEST(null_args)
                 api_cases[i].fn, api_cases[i].arg, why,
                 first > 160 ? 160 : first, c.out);
         if (len < sizeof failed - 80)
-            len += (size_t)snprintf(failed + len, sizeof failed - len,
-                                    " %s(%s)", api_cases[i].fn,
-                                    api_cases[i].arg);
+            len +=
+                (size_t)snprintf(failed + len, sizeof failed - len, " %s(%s)",
+                                 api_cases[i].fn, api_cases[i].arg);
     }
     unsetenv("FUT_NO_ADDR2LINE");
     ck_assert_msg(nfail == 0, "%d of %d NULL-argument calls failed:%s", nfail,
@@ -402,27 +404,50 @@ static long use_rt(struct fut_runtime *rt, int call)
     struct fut_scope sc;
     char buf[64];
     switch (call) {
-    case 0: return fut_spawn(rt, &p, sizeof p, &j);
-    case 1: return fut_spawn(rt, &p, sizeof p, NULL);
-    case 2: return fut_block_on(rt, &p.base);
-    case 3: fut_runtime_free(rt); return 0;
-    case 4: fut_runtime_stats(rt, &st); return 0;
-    case 5: return fut_runtime_workers(rt);
-    case 6: return fut_runtime_worker_stats(rt, 0, &st);
-    case 7: return (long)(intptr_t)fut_runtime_backend(rt);
-    case 8: return fut_runtime_dump(rt, buf, sizeof buf);
-    case 9: return fut_fiber_spawn(rt, fiber_fn, NULL, NULL, &j);
-    case 10: return fut_fiber_run(rt, fiber_fn, NULL, NULL, NULL);
-    case 11: fut_scope_init(&sc, rt, FUT_SCOPE_SUPERVISE); return 0;
+    case 0:
+        return fut_spawn(rt, &p, sizeof p, &j);
+    case 1:
+        return fut_spawn(rt, &p, sizeof p, NULL);
+    case 2:
+        return fut_block_on(rt, &p.base);
+    case 3:
+        fut_runtime_free(rt);
+        return 0;
+    case 4:
+        fut_runtime_stats(rt, &st);
+        return 0;
+    case 5:
+        return fut_runtime_workers(rt);
+    case 6:
+        return fut_runtime_worker_stats(rt, 0, &st);
+    case 7:
+        return (long)(intptr_t)fut_runtime_backend(rt);
+    case 8:
+        return fut_runtime_dump(rt, buf, sizeof buf);
+    case 9:
+        return fut_fiber_spawn(rt, fiber_fn, NULL, NULL, &j);
+    case 10:
+        return fut_fiber_run(rt, fiber_fn, NULL, NULL, NULL);
+    case 11:
+        fut_scope_init(&sc, rt, FUT_SCOPE_SUPERVISE);
+        return 0;
     }
     return 0;
 }
 
 static const char *const rt_calls[] = {
-    "fut_spawn_at", "fut_spawn_at", "fut_block_on", "fut_runtime_free",
-    "fut_runtime_stats", "fut_runtime_workers", "fut_runtime_worker_stats",
-    "fut_runtime_backend", "fut_runtime_dump", "fut_fiber_spawn_at",
-    "fut_fiber_run_at", "fut_scope_init",
+    "fut_spawn_at",
+    "fut_spawn_at",
+    "fut_block_on",
+    "fut_runtime_free",
+    "fut_runtime_stats",
+    "fut_runtime_workers",
+    "fut_runtime_worker_stats",
+    "fut_runtime_backend",
+    "fut_runtime_dump",
+    "fut_fiber_spawn_at",
+    "fut_fiber_run_at",
+    "fut_scope_init",
 };
 #define N_RT_CALLS (int)(sizeof rt_calls / sizeof rt_calls[0])
 
@@ -448,8 +473,8 @@ START_TEST(freed_runtime_calls_abort)
             run_child(freed_rt_call, (void *)(intptr_t)(call * 4 + how), &c);
             ck_assert_msg(debug_abort(&c, rt_calls[call]) &&
                               strstr(c.out, "not a live runtime"),
-                          "%s (mt %ld, made %d): %s", rt_calls[call],
-                          how & 1, !(how & 2), c.out);
+                          "%s (mt %ld, made %d): %s", rt_calls[call], how & 1,
+                          !(how & 2), c.out);
         }
     unsetenv("FUT_NO_ADDR2LINE");
 }

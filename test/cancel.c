@@ -302,7 +302,7 @@ START_TEST(until_cancelled)
     fut_drop(&jr.base);
     ASSERT_EQ(fut_block_on(rt, &jc.base), 0);
     fut_drop(&jc.base);
-    ASSERT_EQ(drops, 1);  /* dropped where it stood (awaiting notify) */
+    ASSERT_EQ(drops, 1); /* dropped where it stood (awaiting notify) */
     ASSERT_EQ(drops_at_ready, 1); /* in the poll that saw the cancel */
     ASSERT_TRUE(polls >= 1);
     fut_runtime_free(rt);

@@ -58,9 +58,9 @@ START_TEST(c1_states_pending_ready_taken)
     ASSERT_EQ(fut_cell_take(&c, &out), FUT_EAGAIN); /* PENDING */
     ASSERT_EQ(fut_cell_complete(&c, &v), 0);        /* -> READY */
     ASSERT_EQ(fut_cell_is_complete(&c), 1);
-    ASSERT_EQ(fut_cell_take(&c, &out), 1);          /* -> TAKEN */
+    ASSERT_EQ(fut_cell_take(&c, &out), 1); /* -> TAKEN */
     ASSERT_EQ(out, 42);
-    ASSERT_EQ(fut_cell_take(&c, &out), 0);          /* absent, not error */
+    ASSERT_EQ(fut_cell_take(&c, &out), 0);           /* absent, not error */
     ASSERT_EQ(fut_cell_complete(&c, &v), FUT_ELOST); /* write-once */
 }
 END_TEST
@@ -94,7 +94,7 @@ START_TEST(c5_poll_registers_then_wakes)
     ASSERT_EQ(atomic_load(&wc.live), 1); /* will_wake: not re-cloned */
     ASSERT_EQ(fut_cell_complete(&c, &v), 0);
     ASSERT_EQ(atomic_load(&wc.wakes), 1); /* woken exactly once */
-    ASSERT_EQ(atomic_load(&wc.live), 0); /* wake consumed the clone */
+    ASSERT_EQ(atomic_load(&wc.live), 0);  /* wake consumed the clone */
     ASSERT_EQ(fut_cell_poll(&c, &cx, &out, &got), FUT_READY);
     ASSERT_EQ(got, 1);
     ASSERT_EQ(out, 7);
@@ -133,7 +133,7 @@ START_TEST(cell_close_refuses_completion)
     wc_context(&cx, &wc);
     fut_cell_init(&c, &slot, sizeof slot);
     ASSERT_EQ(fut_cell_poll(&c, &cx, &out, &got), FUT_PENDING);
-    ASSERT_EQ(fut_cell_close(&c), 0); /* nothing published */
+    ASSERT_EQ(fut_cell_close(&c), 0);    /* nothing published */
     ASSERT_EQ(atomic_load(&wc.live), 0); /* registered waker dropped */
     ASSERT_EQ(fut_cell_complete(&c, &v), FUT_ECLOSED);
     ASSERT_EQ(atomic_load(&wc.wakes), 0);

@@ -677,8 +677,16 @@ struct comb_case {
     int checks_ok;
 };
 
-enum { K_JOIN2, K_JOIN_ALL, K_SELECT2, K_SELECT_ALL, K_SELECT_NEVER, K_MAP,
-       K_THEN, K_COUNT };
+enum {
+    K_JOIN2,
+    K_JOIN_ALL,
+    K_SELECT2,
+    K_SELECT_ALL,
+    K_SELECT_NEVER,
+    K_MAP,
+    K_THEN,
+    K_COUNT
+};
 
 static void remote_init(struct comb_case *c, int i, int delay, int value)
 {

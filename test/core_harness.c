@@ -55,7 +55,7 @@ START_TEST(harness_counts_and_drops_at_each_pending)
     ASSERT_EQ(c.makes, 6);
     ASSERT_EQ(c.nseen, 6);
     for (int k = 0; k <= 5; k++) {
-        ASSERT_EQ(c.seen_k[k], k);  /* 0 = to completion, then 1..N */
+        ASSERT_EQ(c.seen_k[k], k);   /* 0 = to completion, then 1..N */
         ASSERT_EQ(c.drops_at[k], 1); /* dropped exactly once each run */
         /* Dropped at its k-th PENDING: polled exactly k times. */
         ASSERT_EQ(c.polls_at[k], k == 0 ? 6 : k);
@@ -368,8 +368,7 @@ static int example_poll(struct fut_future *f, struct fut_context *cx)
     if ((e->result = example_start(e, 2, 4, NULL)) != 0)
         FUT_RETURN(f);
     fut_pending_init(&e->never);
-    fut_select2_init(&e->sel, &e->r[2].base, &e->never.base,
-                     FUT_SELECT_FAIR);
+    fut_select2_init(&e->sel, &e->r[2].base, &e->never.base, FUT_SELECT_FAIR);
     FUT_AWAIT(f, &e->sel);
     FUT_JOIN_OUTPUT(&e->jb, struct worker, out, &e->b_out);
     FUT_AWAIT(f, &e->jb);
@@ -385,7 +384,7 @@ static int example_poll(struct fut_future *f, struct fut_context *cx)
 static void example_cleanup(struct fut_future *f)
 {
     struct example *e = (struct example *)f;
-    struct fut_future *kids[] = {&e->both.base, &e->sel.base, &e->r[0].base,
+    struct fut_future *kids[] = {&e->both.base, &e->sel.base,  &e->r[0].base,
                                  &e->r[1].base, &e->r[2].base, &e->ja.base,
                                  &e->jb.base};
     for (size_t i = 0; i < sizeof kids / sizeof kids[0]; i++)
@@ -683,18 +682,21 @@ START_TEST(failalloc_each_catches_bad_error_paths)
     long tried;
     int mode = 0;
     ASSERT_EQ(fut_failalloc_each(two_channels_op, &mode, 10, &tried, msg,
-                                 sizeof msg), 0);
+                                 sizeof msg),
+              0);
     ASSERT_EQ(tried, 3);
 
     mode = 2; /* wrong code at N = 1 */
     ASSERT_EQ(fut_failalloc_each(two_channels_op, &mode, 10, &tried, msg,
-                                 sizeof msg), 1);
+                                 sizeof msg),
+              1);
     ck_assert_msg(strstr(msg, "EINVAL") != NULL, "msg: %s", msg);
 
     mode = 1; /* leaks at N = 2 */
     long live = fut_alloc_live();
     ASSERT_EQ(fut_failalloc_each(two_channels_op, &mode, 10, &tried, msg,
-                                 sizeof msg), 2);
+                                 sizeof msg),
+              2);
     ck_assert_msg(strstr(msg, "leaked") != NULL, "msg: %s", msg);
     ASSERT_EQ(fut_alloc_live(), live + 1);
     /* Give back what the broken op leaked (for the leak fixture). */

@@ -184,8 +184,8 @@ START_TEST(end_stays_end_c15)
         cs_init(&c, 4, 0);
         struct fut_stream *top;
         if (kind == 0) {
-            fut_stream_map_init(&m, &c.base, sizeof(long long),
-                                square_to_ll, NULL, NULL);
+            fut_stream_map_init(&m, &c.base, sizeof(long long), square_to_ll,
+                                NULL, NULL);
             top = &m.base;
         } else if (kind == 1) {
             fut_stream_filter_init(&fl, &c.base, is_even, NULL);
@@ -196,8 +196,7 @@ START_TEST(end_stays_end_c15)
         }
         long long item;
         int items = 0, r;
-        while ((r = fut_stream_poll_next(top, &cx, &item)) ==
-               FUT_STREAM_ITEM)
+        while ((r = fut_stream_poll_next(top, &cx, &item)) == FUT_STREAM_ITEM)
             items++;
         ASSERT_EQ(r, FUT_STREAM_END);
         ASSERT_EQ(items, kind == 1 ? 2 : 4);
@@ -700,8 +699,7 @@ static struct fut_future *cons_make(void *ud, struct fut_runtime *rt)
         fut_stream_filter_init(&c->fl, &c->src.base, is_even, NULL);
         fut_stream_map_init(&c->m, &c->fl.base, sizeof(long long),
                             square_to_ll, NULL, NULL);
-        fut_stream_fold_init(&c->u.fo, &c->m.base, 0, sum_ll_fn, NULL,
-                             NULL);
+        fut_stream_fold_init(&c->u.fo, &c->m.base, 0, sum_ll_fn, NULL, NULL);
         break;
     case C_FOR_EACH:
         fut_stream_for_each_init(&c->u.fe, &c->src.base, each_fn, &c->e,

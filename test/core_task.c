@@ -720,8 +720,8 @@ static int forgetful_poll(struct fut_future *f, struct fut_context *cx)
     (void)cx;
     return ++((struct forgetful *)f)->polls > 1 ? FUT_READY : FUT_PENDING;
 }
-static const struct fut_future_vtable forgetful_vt = {
-    forgetful_poll, NULL, "forgetful", NULL};
+static const struct fut_future_vtable forgetful_vt = {forgetful_poll, NULL,
+                                                      "forgetful", NULL};
 
 START_TEST(c7_pending_without_waker_reported)
 {

@@ -114,13 +114,12 @@ static void check_bad(const char *bin, const char *name,
     for (; *bad; bad++) {
         struct run r;
         run(bin, *bad, &r);
-        ck_assert_msg(exited(&r, 2) && strstr(r.err, want) &&
-                          !strstr(r.out, want) &&
-                          !strstr(r.out, "listening on") &&
-                          !strstr(r.err, "listening on"),
-                      "%s %s: status %#x%s, stdout [%s], stderr [%s]", name,
-                      *bad, r.status, r.timed_out ? " (killed)" : "", r.out,
-                      r.err);
+        ck_assert_msg(
+            exited(&r, 2) && strstr(r.err, want) && !strstr(r.out, want) &&
+                !strstr(r.out, "listening on") &&
+                !strstr(r.err, "listening on"),
+            "%s %s: status %#x%s, stdout [%s], stderr [%s]", name, *bad,
+            r.status, r.timed_out ? " (killed)" : "", r.out, r.err);
     }
 }
 
@@ -185,7 +184,7 @@ START_TEST(fut_redis)
 {
     check_help(FUT_REDIS_BIN, "fut-redis");
     static const char *const bad[] = {
-        "--port 0 --nosuch 1", "--port abc", "--port 70000", "--port 0 1",
+        "--port 0 --nosuch 1", "--port abc",  "--port 70000",  "--port 0 1",
         "--maxmemory",         "config.conf", "--workers 999", NULL,
     };
     check_bad(FUT_REDIS_BIN, "fut-redis", bad);

@@ -292,8 +292,9 @@ long ex_idle_rss_per_conn(struct ex_server *s, int n, const char *req,
         fds[i] = probe(s->port, req, req_len, resp_len);
     long r1 = settled_rss(s);
     long per = (r1 - r0) * 1024 / n;
-    fprintf(stderr, "[%s] RSS %ld KiB -> %ld KiB with %d more idle "
-                    "connections: %ld bytes each\n",
+    fprintf(stderr,
+            "[%s] RSS %ld KiB -> %ld KiB with %d more idle "
+            "connections: %ld bytes each\n",
             s->name, r0, r1, n, per);
     for (int i = 0; i < n + WARM; i++)
         close(fds[i]);
@@ -308,8 +309,8 @@ long ex_idle_rss_per_conn(struct ex_server *s, int n, const char *req,
  * Returns the connections that did every round, or -1 when a reply had
  * the right length and wrong bytes. */
 static int fault_clients(int port, int conns, int rounds, const char *req,
-                         size_t req_len, const char *reply,
-                         size_t reply_len, int *broken)
+                         size_t req_len, const char *reply, size_t reply_len,
+                         int *broken)
 {
     int fd[256], alive = 0, done = 0;
     char buf[4096];
@@ -372,8 +373,10 @@ void ex_uring_faults(const char *bin, const char *req, size_t req_len,
     int done = fault_clients(s.port, 60, 10, req, req_len, reply, reply_len,
                              &broken);
     ck_assert_msg(done >= 0, "a reply came back with other bytes");
-    fprintf(stderr, "uring_faults: %d connections served every round, %d "
-            "broken by faults\n", done, broken);
+    fprintf(stderr,
+            "uring_faults: %d connections served every round, %d "
+            "broken by faults\n",
+            done, broken);
     ck_assert_int_eq(done + broken, 60);
     ck_assert_msg(broken > 0, "no fault broke a connection");
     ck_assert_msg(done >= 10, "only %d of 60 connections survived", done);

@@ -13,9 +13,9 @@
 #include <sys/types.h>
 
 struct ex_server {
-    pid_t pid;    /* the child */
-    int port;     /* the port it listens on */
-    int err_fd;   /* read end of its stderr */
+    pid_t pid;  /* the child */
+    int port;   /* the port it listens on */
+    int err_fd; /* read end of its stderr */
     const char *name;
 };
 

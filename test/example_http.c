@@ -181,8 +181,8 @@ END_TEST
  * connection is closed at 1 s, silently; the head deadline is not it. */
 START_TEST(keepalive_idle_deadline)
 {
-    const char *args[] = {"--keepalive-timeout", "1", "--header-timeout",
-                          "5", NULL};
+    const char *args[] = {"--keepalive-timeout", "1", "--header-timeout", "5",
+                          NULL};
     struct ex_server s;
     start(&s, args);
     int fd = ex_connect(s.port, 5000);
@@ -233,8 +233,8 @@ END_TEST
 /* Sends 'req' ('len' bytes, then 'more' bytes of 'a' when more > 0) on a
  * fresh connection: the reply must be 'status' ("HTTP/1.1 400 "), then
  * a close. */
-static void expect_refusal(int port, const char *req, size_t len,
-                           size_t more, const char *status)
+static void expect_refusal(int port, const char *req, size_t len, size_t more,
+                           const char *status)
 {
     char buf[512];
     int fd = ex_connect(port, 5000);
@@ -332,8 +332,9 @@ static const int kind_count[KINDS] = {8, 2, 20, 2, 2};
  * 24 s. */
 #define SLOW_CUT_MS (2000 + 2000 * SOAK_SCALE)
 #define SOAK_MS 20000
-#define SLOW_HEAD "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa" \
-                  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SLOW_HEAD                                                            \
+    "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa"              \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 struct client {
     enum kind kind;
@@ -342,7 +343,7 @@ struct client {
     int64_t t0_us;   /* connect or send time */
     size_t want;     /* reply bytes awaited (0: none) */
     size_t got;
-    size_t sent;     /* slowloris: head bytes sent */
+    size_t sent;      /* slowloris: head bytes sent */
     int64_t first_us; /* when the first reply byte came */
     char buf[PIPE_N * sizeof OK];
 };
@@ -359,7 +360,8 @@ struct soak {
     char why[256];
 };
 
-static void soak_fail(struct soak *k, const char *what, const struct client *c)
+static void soak_fail(struct soak *k, const char *what,
+                      const struct client *c)
 {
     if (!k->failures++)
         snprintf(k->why, sizeof k->why,
@@ -503,7 +505,8 @@ static void client_read(struct soak *k, struct client *c, int64_t now)
     if (!c->got)
         c->first_us = now;
     c->got += (size_t)r;
-    if (c->want && c->got >= c->want && (c->kind == NORMAL || c->kind == PIPE))
+    if (c->want && c->got >= c->want &&
+        (c->kind == NORMAL || c->kind == PIPE))
         client_done(k, c, 0, now);
     else if (c->got >= sizeof c->buf - 1) {
         soak_fail(k, "too many bytes", c);
@@ -592,10 +595,9 @@ START_TEST(soak_20s)
             "%lld ms), %ld garbage, %ld resets; RSS %ld -> max %ld KiB; "
             "%ld failures%s%s\n",
             k.nlat, (long long)p50, (long long)p99, (long long)pmax,
-            k.counts[PIPE], PIPE_N, k.counts[SLOW],
-            (long long)k.slow_max_ms, k.counts[GARBAGE], k.counts[RESET],
-            base, rss_max, k.failures, k.failures ? ": first: " : "",
-            k.why);
+            k.counts[PIPE], PIPE_N, k.counts[SLOW], (long long)k.slow_max_ms,
+            k.counts[GARBAGE], k.counts[RESET], base, rss_max, k.failures,
+            k.failures ? ": first: " : "", k.why);
     for (int i = 0; i < k.n; i++)
         if (k.c[i].fd >= 0)
             close(k.c[i].fd);
@@ -606,8 +608,8 @@ START_TEST(soak_20s)
     ASSERT_TRUE(k.counts[PIPE] > 10 && k.counts[SLOW] >= 40);
     ASSERT_TRUE(k.counts[GARBAGE] > 10 && k.counts[RESET] > 10);
     ck_assert_msg(p99 < 50000, "p99 %lld us", (long long)p99);
-    ck_assert_msg(rss_max <= base + RSS_SLACK_KIB, "RSS %ld -> %ld KiB",
-                  base, rss_max);
+    ck_assert_msg(rss_max <= base + RSS_SLACK_KIB, "RSS %ld -> %ld KiB", base,
+                  rss_max);
     ASSERT_EQ(rc, 0);
     free(k.lat_us);
     free(k.c);

@@ -37,8 +37,8 @@ static intptr_t spawner(void *arg)
     (void)arg;
     struct fut_join j[8];
     for (intptr_t i = 0; i < 8; i++)
-        ck_assert_int_eq(fut_fiber_spawn(NULL, add_one, (void *)i, NULL,
-                                         &j[i]), 0);
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, add_one, (void *)i, NULL, &j[i]), 0);
     intptr_t sum = 0;
     for (int i = 0; i < 8; i++) {
         intptr_t v = -1;
@@ -86,8 +86,8 @@ static intptr_t kinds(void *arg)
     (void)arg;
     /* time: a sleep of 20 ms takes at least 20 ms. */
     struct fut_join sj;
-    ck_assert_int_eq(fut_fiber_spawn(NULL, sleeper, (void *)(20 * MS), NULL,
-                                     &sj), 0);
+    ck_assert_int_eq(
+        fut_fiber_spawn(NULL, sleeper, (void *)(20 * MS), NULL, &sj), 0);
     intptr_t slept = 0;
     ck_assert_int_eq(fut_fiber_join(&sj, &slept), 0);
     ck_assert(slept >= 20);
@@ -122,8 +122,8 @@ static intptr_t kinds(void *arg)
     struct fut_scope sc;
     fut_scope_init(&sc, NULL, FUT_SCOPE_FAIL_FAST);
     for (intptr_t i = 0; i < 4; i++)
-        ck_assert_int_eq(fut_scope_fiber_spawn(&sc, add_one, (void *)i,
-                                               NULL), 0);
+        ck_assert_int_eq(fut_scope_fiber_spawn(&sc, add_one, (void *)i, NULL),
+                         0);
     ck_assert_int_eq(fut_await(&sc), 0);
     ck_assert_int_eq(sc.result, 0);
     ck_assert_int_eq(sc.spawned, 4);
@@ -252,8 +252,9 @@ START_TEST(io_echo)
     struct fut_join js;
     ASSERT_EQ(fut_fiber_spawn(rt, echo_srv, ln, NULL, &js), 0);
     intptr_t got = 0;
-    ASSERT_EQ(fut_fiber_run(rt, echo_cli, (void *)(intptr_t)fut_addr_port(&ss),
-                            NULL, &got), 0);
+    ASSERT_EQ(fut_fiber_run(rt, echo_cli,
+                            (void *)(intptr_t)fut_addr_port(&ss), NULL, &got),
+              0);
     ASSERT_EQ(got, IO_BYTES);
     ASSERT_EQ(fut_block_on(rt, &js.base), 0);
     ASSERT_EQ(fut_fiber_value(&js), IO_BYTES);
@@ -279,8 +280,7 @@ static int run_child(void (*child)(void), char *buf, size_t len)
     close(pfd[1]);
     size_t got = 0;
     ssize_t n;
-    while (got < len - 1 &&
-           (n = read(pfd[0], buf + got, len - 1 - got)) > 0)
+    while (got < len - 1 && (n = read(pfd[0], buf + got, len - 1 - got)) > 0)
         got += (size_t)n;
     buf[got] = 0;
     close(pfd[0]);
@@ -450,8 +450,8 @@ static intptr_t scope_owner(void *arg)
     struct fut_scope sc;
     fut_scope_init(&sc, NULL, FUT_SCOPE_FAIL_FAST);
     for (int i = 0; i < SCOPE_KIDS; i++)
-        ck_assert_int_eq(fut_scope_fiber_spawn(&sc, cancellee, &recs[i],
-                                               NULL), 0);
+        ck_assert_int_eq(
+            fut_scope_fiber_spawn(&sc, cancellee, &recs[i], NULL), 0);
     ck_assert_int_eq(fut_sleep(20 * MS), 0);
     fut_scope_cancel(&sc);
     ck_assert_int_eq(fut_await(&sc), 0);
@@ -522,8 +522,8 @@ static intptr_t parked(void *arg)
     struct fut_yield y;
     fut_yield_init(&y);
     ck_assert_int_eq(fut_await(&y), FUT_ECANCELED);
-    ck_assert(fut_runtime_dump(NULL, dump_cancel_buf,
-                               sizeof dump_cancel_buf) > 0);
+    ck_assert(
+        fut_runtime_dump(NULL, dump_cancel_buf, sizeof dump_cancel_buf) > 0);
     return 0;
 }
 
@@ -553,8 +553,7 @@ START_TEST(dump)
     snprintf(want, sizeof want,
              "fiber 'parked-one' parked in fut_await at %s:%d", __FILE__,
              dump_await_line);
-    ck_assert_msg(strstr(dump_buf, want), "want '%s' in: %s", want,
-                  dump_buf);
+    ck_assert_msg(strstr(dump_buf, want), "want '%s' in: %s", want, dump_buf);
     ck_assert_msg(strstr(dump_buf, "\n  sleep"), "no awaited sleep in: %s",
                   dump_buf);
     ck_assert_msg(strstr(dump_cancel_buf, "fiber 'parked-one'") &&
@@ -615,8 +614,10 @@ START_TEST(threads_migrate)
     ASSERT_EQ(mig_total, (long)MIG_FIBERS * TEST_ITERS(2000, 300));
     if (!fut_test_rt_is_mt())
         ASSERT_EQ(mig_moves, 0);
-    fprintf(stderr, "threads_migrate: %ld of %ld resumptions on another "
-                    "thread\n", (long)mig_moves, (long)mig_total);
+    fprintf(stderr,
+            "threads_migrate: %ld of %ld resumptions on another "
+            "thread\n",
+            (long)mig_moves, (long)mig_total);
     rt_free();
 }
 END_TEST
@@ -640,7 +641,8 @@ START_TEST(stack_pool)
     struct fut_join j[POOL_FIBERS];
     for (int i = 0; i < POOL_FIBERS; i++)
         ASSERT_EQ(fut_fiber_spawn(rt, toucher, (void *)(intptr_t)(5 * MS),
-                                  NULL, &j[i]), 0);
+                                  NULL, &j[i]),
+                  0);
     for (int i = 0; i < POOL_FIBERS; i++) {
         ASSERT_EQ(fut_block_on(rt, &j[i].base), 0);
         ASSERT_EQ(fut_fiber_value(&j[i]), (char)512);
@@ -708,8 +710,8 @@ START_TEST(stack_overflow)
     ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) == 0),
                   "the overflow did not stop the child");
 #if defined(FUT_DEBUG) && !defined(FUT__ASAN) && !defined(FUT__TSAN)
-    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
-                  "status %d: %s", st, buf);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status %d: %s",
+                  st, buf);
     ck_assert_msg(strstr(buf, "stack overflow in fiber 'deep-one'"),
                   "no report: %s", buf);
     ck_assert_msg(strstr(buf, "fiber.c:"), "no spawn site: %s", buf);

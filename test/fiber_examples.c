@@ -80,7 +80,8 @@ static struct fut_io *dial(int port)
     ck_assert_int_eq(fut_addr_parse("127.0.0.1", port, &ss, &len), 0);
     struct fut_io *io = NULL;
     ck_assert_int_eq(fut_connect((struct sockaddr *)&ss, len,
-                                 fut_time_now() + 10 * SEC, &io), 0);
+                                 fut_time_now() + 10 * SEC, &io),
+                     0);
     return io;
 }
 
@@ -92,8 +93,8 @@ static struct fut_io *dial_slow(int port, int rcvbuf)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ck_assert(fd >= 0);
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-                                sizeof rcvbuf), 0);
+    ck_assert_int_eq(
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
     struct sockaddr_storage ss;
     socklen_t len;
     ck_assert_int_eq(fut_addr_parse("127.0.0.1", port, &ss, &len), 0);
@@ -113,8 +114,8 @@ static intptr_t echo_client(void *arg)
     struct fut_io *io = dial(echo_port);
     for (int i = 0; i < 10; i++) {
         char msg[64], back[64];
-        int n = snprintf(msg, sizeof msg, "client %d message %d\n", (int)id,
-                         i);
+        int n =
+            snprintf(msg, sizeof msg, "client %d message %d\n", (int)id, i);
         ck_assert_int_eq(fut_write_all(io, msg, (size_t)n), n);
         int got = 0;
         while (got < n) {
@@ -167,8 +168,8 @@ static intptr_t echo_main(void *arg)
     struct child *c = arg;
     struct fut_join j[16], idle;
     for (intptr_t i = 0; i < 16; i++)
-        ck_assert_int_eq(fut_fiber_spawn(NULL, echo_client, (void *)i, NULL,
-                                         &j[i]), 0);
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, echo_client, (void *)i, NULL, &j[i]), 0);
     for (int i = 0; i < 16; i++)
         ck_assert_int_eq(fut_fiber_join(&j[i], NULL), 0);
     __atomic_store_n(&idle_connected, 0, __ATOMIC_RELEASE);
@@ -266,7 +267,8 @@ static long read_all(struct fut_io *io, int me, long count)
             from >= ACTIVE || from == me || seq != next[from] ||
             n != LINE_LEN - 1)
             ck_abort_msg("client %d, line %ld: '%.40s' (%ld bytes; want "
-                         "from another sender, seq %ld)", me, got, line, n,
+                         "from another sender, seq %ld)",
+                         me, got, line, n,
                          from >= 0 && from < ACTIVE ? next[from] : -1L);
         next[from]++;
         got++;
@@ -311,15 +313,15 @@ static intptr_t chat_main(void *arg)
     struct fut_io *slow = dial_slow(chat_port, 4096);
     for (int i = 0; i < ACTIVE; i++) {
         cs[i].id = i;
-        ck_assert_int_eq(fut_io_split(dial(chat_port), &cs[i].rd,
-                                      &cs[i].wr), 0);
+        ck_assert_int_eq(fut_io_split(dial(chat_port), &cs[i].rd, &cs[i].wr),
+                         0);
     }
     fut_sleep(50 * MS); /* every client has joined the chat */
     for (int i = 0; i < ACTIVE; i++) {
-        ck_assert_int_eq(fut_fiber_spawn(NULL, chat_reader, &cs[i], NULL,
-                                         &jr[i]), 0);
-        ck_assert_int_eq(fut_fiber_spawn(NULL, chat_writer, &cs[i], NULL,
-                                         &jw[i]), 0);
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, chat_reader, &cs[i], NULL, &jr[i]), 0);
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, chat_writer, &cs[i], NULL, &jw[i]), 0);
     }
     /* The active clients get everything while 'slow' reads nothing. */
     for (int i = 0; i < ACTIVE; i++) {

@@ -13,8 +13,8 @@
 #include "io/io_internal.h"
 #include "io_helpers.h"
 
-static struct fut_runtime *pool_rt(int threads, int queue,
-                                   int64_t keepalive, int paused)
+static struct fut_runtime *pool_rt(int threads, int queue, int64_t keepalive,
+                                   int paused)
 {
     struct fut_rt_config cfg;
     fut_rt_config_init(&cfg);

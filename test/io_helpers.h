@@ -195,9 +195,8 @@ static inline int free_later_poll(struct fut_future *f,
 
 static inline void free_later_init(struct free_later *fl, int *fds, int n)
 {
-    static const struct fut_future_vtable vt = {free_later_poll,
-                                                fut_async_drop, "free_later",
-                                                0};
+    static const struct fut_future_vtable vt = {
+        free_later_poll, fut_async_drop, "free_later", 0};
     fut_future_init(&fl->base, &vt);
     fl->fds = fds;
     fl->n = n;

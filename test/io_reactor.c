@@ -431,7 +431,8 @@ START_TEST(busy_idle_driver_no_syscall)
     long idle_waits = fut__sys_calls(FUT__SYS_EPOLL_WAIT);
     ck_assert_msg(idle_waits <= 4,
                   "%ld epoll_wait calls for 10,000 yields with nothing "
-                  "registered", idle_waits);
+                  "registered",
+                  idle_waits);
     static atomic_int armed;
     atomic_store(&armed, 0);
     struct armed_sleep sl;
@@ -450,7 +451,8 @@ START_TEST(busy_idle_driver_no_syscall)
     if (!fut_test_rt_is_mt())
         ck_assert_msg(timer_waits >= 100,
                       "%ld epoll_wait calls for 10,000 yields with a timer "
-                      "armed", timer_waits);
+                      "armed",
+                      timer_waits);
     else
         ck_assert_int_ge(timer_waits, 1);
     fut_drop(&sj.base); /* aborts the sleeper */

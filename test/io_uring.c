@@ -87,8 +87,7 @@ static void read_exact(struct fut_runtime *rt, struct fut_io *io, char *out,
         fut_io_read_init(&rd, io, out + got, n - got);
         fut_timeout_init(&to, &rd.base, fut_now_ns() + 5000 * MS);
         ASSERT_EQ(fut_block_on(rt, &to.base), 0);
-        ck_assert_msg(to.result == 0, "read timed out at %zu of %zu", got,
-                      n);
+        ck_assert_msg(to.result == 0, "read timed out at %zu of %zu", got, n);
         ck_assert_msg(rd.result > 0, "read: %zd at %zu of %zu", rd.result,
                       got, n);
         got += (size_t)rd.result;
@@ -298,12 +297,16 @@ START_TEST(multishot_accept_serves)
         fut_drop(&to.base);
     }
     uintptr_t arms = fut__load(&fut__uring_accept_arms, FUT__RELAXED) - a0;
-    fprintf(stderr, "io_uring: %lu multishot ACCEPTs armed for %d "
-            "connections\n", (unsigned long)arms, N);
+    fprintf(stderr,
+            "io_uring: %lu multishot ACCEPTs armed for %d "
+            "connections\n",
+            (unsigned long)arms, N);
     ck_assert_int_eq(atomic_load(&st.accepted), N);
     /* Each pause (ACCEPT_MAX queued) and each error costs one re-arm. */
-    ck_assert_msg(arms >= 1 && arms <= N / 8, "%lu ACCEPT SQEs for %d "
-                  "connections", (unsigned long)arms, N);
+    ck_assert_msg(arms >= 1 && arms <= N / 8,
+                  "%lu ACCEPT SQEs for %d "
+                  "connections",
+                  (unsigned long)arms, N);
     free(jc);
     fut_join_abort(&js);
     fut_drop(&js.base);
@@ -337,10 +340,14 @@ START_TEST(multishot_accept_paused)
     run_for(rt, 20);
     int extra = count_fds() - base - N;
     most = extra > most ? extra : most;
-    fprintf(stderr, "io_uring: at most %d connections queued as fds of "
-            "%d unaccepted\n", most, N);
-    ck_assert_msg(most >= 32 && most <= 40, "%d accepted fds held for %d "
-                  "unaccepted connections (pause at 32)", most, N);
+    fprintf(stderr,
+            "io_uring: at most %d connections queued as fds of "
+            "%d unaccepted\n",
+            most, N);
+    ck_assert_msg(most >= 32 && most <= 40,
+                  "%d accepted fds held for %d "
+                  "unaccepted connections (pause at 32)",
+                  most, N);
     uintptr_t a0 = fut__load(&fut__uring_accept_arms, FUT__RELAXED);
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(accept_tagged(rt, l, ports, N), i);
@@ -420,8 +427,10 @@ START_TEST(multishot_accept_emfile)
     long cpu_us = rusage_cpu_us(&r0, &r1);
     fprintf(stderr, "io_uring: EMFILE: %lu ACCEPTs armed, %ld us CPU\n",
             (unsigned long)arms, cpu_us);
-    ck_assert_msg(arms >= 2 && arms <= 12, "%lu ACCEPTs armed in 80 ms of "
-                  "EMFILE", (unsigned long)arms);
+    ck_assert_msg(arms >= 2 && arms <= 12,
+                  "%lu ACCEPTs armed in 80 ms of "
+                  "EMFILE",
+                  (unsigned long)arms);
     ck_assert_msg(cpu_us < 40000, "%ld us of CPU in 80 ms", cpu_us);
     fut_io_close(l);
     close(c);
@@ -554,9 +563,8 @@ static void f_cqe(int kind, long *res)
 static size_t f_short(int kind, size_t n)
 {
     (void)kind;
-    return hooks_on && short_every && ++short_count % short_every == 0
-               ? n / 2
-               : n;
+    return hooks_on && short_every && ++short_count % short_every == 0 ? n / 2
+                                                                       : n;
 }
 
 static int f_sq_full(void)
@@ -636,9 +644,8 @@ START_TEST(faults_break_only_their_connection)
         int kind;
         long res;
         int every;
-    } cases[] = {{2, -ECONNRESET, 37}, {0, -ECONNRESET, 37},
-                 {2, -EPIPE, 41},      {3, -ECONNABORTED, 7},
-                 {3, -EMFILE, 5},      {0, -EIO, 97}};
+    } cases[] = {{2, -ECONNRESET, 37},  {0, -ECONNRESET, 37}, {2, -EPIPE, 41},
+                 {3, -ECONNABORTED, 7}, {3, -EMFILE, 5},      {0, -EIO, 97}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         set_fault(cases[i].kind, cases[i].res, cases[i].every);
         int failed = echo_under_faults(50);
@@ -718,10 +725,14 @@ START_TEST(batched_submissions)
      * CI), so the bound is one per two ops - still batched, never one
      * enter per op (600 or more). */
     int bound = fut_test_rt_is_mt() ? N * 3 / 2 : N * 3 / 4;
-    ck_assert_msg((int)enters < bound, "%lu io_uring_enter calls for %d "
-                  "round trips", (unsigned long)enters, N);
-    fprintf(stderr, "io_uring: %lu io_uring_enter calls for %d round trips "
-            "(%d ops)\n", (unsigned long)enters, N, 3 * N);
+    ck_assert_msg((int)enters < bound,
+                  "%lu io_uring_enter calls for %d "
+                  "round trips",
+                  (unsigned long)enters, N);
+    fprintf(stderr,
+            "io_uring: %lu io_uring_enter calls for %d round trips "
+            "(%d ops)\n",
+            (unsigned long)enters, N, 3 * N);
     for (int i = 0; i < N; i++)
         close(peer[i]);
     /* The tasks see EOF and end (bounded: 5 s). */

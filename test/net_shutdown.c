@@ -171,8 +171,9 @@ START_TEST(echo1000)
     ck_assert_msg(strstr(log, "1001 connections served") != NULL,
                   "connection count: %s", log);
     int64_t ms = (t_exit - d.t_term) / MS;
-    fprintf(stderr, "shutdown: all closed after %lld ms, exit after %lld "
-                    "ms (grace %d ms)\n",
+    fprintf(stderr,
+            "shutdown: all closed after %lld ms, exit after %lld "
+            "ms (grace %d ms)\n",
             (long long)((d.t_closed - d.t_term) / MS), (long long)ms,
             GRACE_MS);
     ck_assert_msg(ms < GRACE_MS, "shutdown took %lld ms", (long long)ms);

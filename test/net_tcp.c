@@ -534,7 +534,8 @@ START_TEST(tcp_faults_read_write)
     inject(FUT__SYS_READ, fut_io_fd(a), 0, 1, -ECONNRESET, 0);
     ASSERT_EQ(io_block_write_all(rt, b, "q", 1), 1);
     ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), -ECONNRESET);
-    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0), 1); /* fault was once */
+    ASSERT_EQ(io_block_read(rt, a, buf, sizeof buf, 0),
+              1); /* fault was once */
     inject(FUT__SYS_SEND, fut_io_fd(b), 0, 1, -EPIPE, 0);
     struct fut_io_write_all wa;
     fut_io_write_all_init(&wa, b, "hello", 5);

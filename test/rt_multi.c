@@ -98,12 +98,12 @@ static int wslot_wake(struct wslot *s)
  * Counts polls and drops, records the threads. */
 struct probe_shared {
     struct wslot slot;
-    atomic_int hold;     /* spin inside poll while set */
-    atomic_int in_poll;  /* a poll is running */
-    atomic_int ready;    /* complete at the next poll */
+    atomic_int hold;    /* spin inside poll while set */
+    atomic_int in_poll; /* a poll is running */
+    atomic_int ready;   /* complete at the next poll */
     atomic_long polls;
     atomic_long drops;
-    atomic_long overlap; /* polls that found another poll running */
+    atomic_long overlap;    /* polls that found another poll running */
     atomic_long after_drop; /* polls after the drop */
     pthread_t poll_thread, drop_thread;
 };
@@ -200,8 +200,8 @@ struct fan {
     struct fut_future base;
     struct fut_join joins[FAN];
     int spawned, next;
-    intptr_t sum;    /* output */
-    int err;         /* first spawn error */
+    intptr_t sum; /* output */
+    int err;      /* first spawn error */
 };
 
 static int fan_poll(struct fut_future *f, struct fut_context *cx)
@@ -268,7 +268,7 @@ static void spawn_from_workers_run(void)
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);
     ASSERT_EQ(st.spawned, 20 * (FAN + 1));
-    ASSERT_TRUE(st.lifo_hits > 0);     /* children ran from the LIFO slot */
+    ASSERT_TRUE(st.lifo_hits > 0);      /* children ran from the LIFO slot */
     ASSERT_TRUE(st.global_polls >= 20); /* the fan tasks came from there */
     fut_runtime_free(rt);
 }
@@ -446,8 +446,8 @@ END_TEST
 struct local_probe {
     struct fut_future base;
     struct wslot *slot;
-    pthread_t *first;      /* thread of the first poll */
-    atomic_long *moved;    /* polls on another thread */
+    pthread_t *first;   /* thread of the first poll */
+    atomic_long *moved; /* polls on another thread */
     atomic_long *polls;
     atomic_long *drops;
     atomic_long *dropped_elsewhere;
@@ -535,8 +535,8 @@ static int ls_poll(struct fut_future *f, struct fut_context *cx)
     return FUT_READY;
 }
 
-static const struct fut_future_vtable ls_vt = {ls_poll, NULL,
-                                               "local_spawner", NULL};
+static const struct fut_future_vtable ls_vt = {ls_poll, NULL, "local_spawner",
+                                               NULL};
 
 static void *wake_locals(void *arg)
 {
@@ -602,8 +602,8 @@ END_TEST
 
 struct order_env {
     struct wslot slot[NORDER];
-    atomic_long taken;  /* ranks handed out (second polls) */
-    atomic_long next;   /* ranks written */
+    atomic_long taken;       /* ranks handed out (second polls) */
+    atomic_long next;        /* ranks written */
     atomic_int rank[NORDER]; /* task i's rank */
     atomic_long holding;
     atomic_int release;
@@ -637,8 +637,8 @@ static void ot_drop(struct fut_future *f)
     wslot_clear(&t->env->slot[t->i]);
 }
 
-static const struct fut_future_vtable ot_vt = {ot_poll, ot_drop,
-                                               "order_task", NULL};
+static const struct fut_future_vtable ot_vt = {ot_poll, ot_drop, "order_task",
+                                               NULL};
 
 /* Spins in its poll until 'release' (10 s at most). */
 static int oh_poll(struct fut_future *f, struct fut_context *cx)
@@ -669,8 +669,8 @@ static int os_spawn_poll(struct fut_future *f, struct fut_context *cx)
     return FUT_READY;
 }
 
-static const struct fut_future_vtable os_spawn_vt = {
-    os_spawn_poll, NULL, "order_spawner", NULL};
+static const struct fut_future_vtable os_spawn_vt = {os_spawn_poll, NULL,
+                                                     "order_spawner", NULL};
 
 START_TEST(spawn_local_remote_order)
 {
@@ -1280,8 +1280,8 @@ static int bpool_poll(struct fut_future *f, struct fut_context *cx)
     return FUT_READY;
 }
 
-static const struct fut_future_vtable bpool_vt = {bpool_poll, NULL,
-                                                  "bpool", NULL};
+static const struct fut_future_vtable bpool_vt = {bpool_poll, NULL, "bpool",
+                                                  NULL};
 
 START_TEST(block_pool)
 {

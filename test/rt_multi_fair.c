@@ -45,7 +45,7 @@ static void sleep_us(long us)
 #define NYIELD 1000
 #define YIELDS 20
 
-static atomic_long ticks;     /* polls of every task of the test */
+static atomic_long ticks; /* polls of every task of the test */
 static atomic_int greedy_stop;
 static atomic_long yielders_done;
 
@@ -157,7 +157,7 @@ END_TEST
 
 /* --------------------------- (b) the LIFO slot of a blocked worker */
 
-static struct fut_waker y_waker;      /* Y's waker, registered at its poll */
+static struct fut_waker y_waker; /* Y's waker, registered at its poll */
 static atomic_int y_registered, y_ran, x_polling, x_done;
 static pthread_t x_thread, y_thread;
 
@@ -345,13 +345,16 @@ START_TEST(pingpong_no_starve_global)
         sleep_us(100);
     long at = atomic_load(&g_at);
     atomic_store(&pp_stop, 1);
-    ck_assert_msg(at >= 0, "the global queue starved (%ld polls of the "
-                  "pair)", atomic_load(&pp_polls) - before);
+    ck_assert_msg(at >= 0,
+                  "the global queue starved (%ld polls of the "
+                  "pair)",
+                  atomic_load(&pp_polls) - before);
     /* Within 61 ticks of at most 1 + 3 polls each (plus the spawn's own
      * pair of polls and slack for the time between the two reads). */
     ck_assert_msg(at - queued <= 61 * 4 + 64,
                   "the global task waited %ld polls (%ld counted from "
-                  "before its spawn)", at - queued, at - before);
+                  "before its spawn)",
+                  at - queued, at - before);
     struct fut_rt_stats st;
     fut_runtime_stats(rt, &st);
     ASSERT_TRUE(st.lifo_hits > 0);
@@ -393,8 +396,8 @@ static double workers_cpu_ms(int *found)
         unsigned tid = (unsigned)strtoul(e->d_name, NULL, 10);
         clockid_t cid = (clockid_t)((~tid << 3) | 4u | 2u);
         struct timespec ts;
-        ck_assert_msg(clock_gettime(cid, &ts) == 0,
-                      "thread %u CPU clock: %s", tid, strerror(errno));
+        ck_assert_msg(clock_gettime(cid, &ts) == 0, "thread %u CPU clock: %s",
+                      tid, strerror(errno));
         ms += ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
         (*found)++;
     }
@@ -419,8 +422,8 @@ static void idle_drop(struct fut_future *f)
     fut_waker_drop(&((struct idle_task *)f)->w);
 }
 
-static const struct fut_future_vtable idle_vt = {idle_poll, idle_drop,
-                                                 "idle", NULL};
+static const struct fut_future_vtable idle_vt = {idle_poll, idle_drop, "idle",
+                                                 NULL};
 
 static void idle_measure(int ntasks)
 {
@@ -449,8 +452,8 @@ static void idle_measure(int ntasks)
     int64_t t0 = fut_now_ns();
     sleep_us(2000000);
     double used = workers_cpu_ms(&n1) - c0;
-    ck_assert_msg(n0 == 2 && n1 == 2, "worker threads found: %d, then %d",
-                  n0, n1);
+    ck_assert_msg(n0 == 2 && n1 == 2, "worker threads found: %d, then %d", n0,
+                  n1);
     double secs = (double)(fut_now_ns() - t0) / 1e9;
     ck_assert_msg(used / secs < 1.0,
                   "%d idle tasks, 2 idle workers: %.3f ms CPU per second",

@@ -70,16 +70,16 @@ enum { FREE, CLAIMED, SPAWNED, ABORTED, RELEASED };
 
 struct slot {
     pthread_mutex_t mu;
-    struct fut_waker w;   /* the task's waker, registered by its poll */
-    atomic_int phase;     /* FREE -> CLAIMED -> SPAWNED (a filler: the
+    struct fut_waker w; /* the task's waker, registered by its poll */
+    atomic_int phase;   /* FREE -> CLAIMED -> SPAWNED (a filler: the
                              main thread or a task on a worker) ->
                              ABORTED (aborter) -> RELEASED (dropper), and
                              RELEASED -> CLAIMED once the future is gone */
     atomic_int in_poll;
     atomic_int dropped;
     atomic_int polls;
-    int need;             /* polls before READY */
-    int abort;            /* the aborter aborts it */
+    int need;  /* polls before READY */
+    int abort; /* the aborter aborts it */
     struct fut_join j;
 };
 
@@ -297,7 +297,7 @@ START_TEST(wake_run_abort_drop)
     fut_runtime_free(rt);
     ASSERT_EQ(atomic_load(&violations), 0);
     ASSERT_EQ(atomic_load(&n_drops), atomic_load(&n_spawned));
-    ASSERT_TRUE(atomic_load(&n_ready) > 0); /* some completions raced */
+    ASSERT_TRUE(atomic_load(&n_ready) > 0);     /* some completions raced */
     ASSERT_TRUE(atomic_load(&n_ready) < iters); /* and some aborts won */
     for (int i = 0; i < SLOTS; i++)
         pthread_mutex_destroy(&slots[i].mu);
@@ -460,7 +460,7 @@ struct pp_shared {
     atomic_int arrived;      /* placers started */
     struct fut_join side[2]; /* written by the placers */
     int err[2];
-    atomic_long moved;       /* polls of a side away from its first thread */
+    atomic_long moved; /* polls of a side away from its first thread */
     atomic_long rounds[2];
     long want;
 };
@@ -521,7 +521,8 @@ static int pp_placer_poll(struct fut_future *f, struct fut_context *cx)
     fut_future_init(&sd.base, &pp_side_vt);
     sd.sh = pl->sh;
     sd.k = pl->k;
-    pl->sh->err[pl->k] = fut_spawn_local(&sd, sizeof sd, &pl->sh->side[pl->k]);
+    pl->sh->err[pl->k] =
+        fut_spawn_local(&sd, sizeof sd, &pl->sh->side[pl->k]);
     return FUT_READY;
 }
 

@@ -54,8 +54,8 @@ static void counters_reset(void)
 struct kid {
     struct fut_future base;
     int yields, i;
-    int rc;             /* output: result */
-    intptr_t value;     /* output */
+    int rc;         /* output: result */
+    intptr_t value; /* output */
     long spin_ns;
     int done;
     struct fut_yield y;
@@ -144,11 +144,11 @@ static struct waiter waiter_make(struct fut_token *tok)
 
 /* Polls 'fut' (an owner's step) until 'cond' holds, yielding between
  * tries; gives up after 'max' tries. */
-#define YIELD_UNTIL(fp, self, cond, max)                                      \
-    for ((self)->tries = 0; !(cond) && (self)->tries < (max);                 \
-         (self)->tries++) {                                                   \
-        fut_yield_init(&(self)->y);                                           \
-        FUT_AWAIT(fp, &(self)->y);                                            \
+#define YIELD_UNTIL(fp, self, cond, max)                                     \
+    for ((self)->tries = 0; !(cond) && (self)->tries < (max);                \
+         (self)->tries++) {                                                  \
+        fut_yield_init(&(self)->y);                                          \
+        FUT_AWAIT(fp, &(self)->y);                                           \
     }
 
 /* -------------------------------------------------------------- join_basic */
@@ -540,13 +540,13 @@ static atomic_long level_dropped, leaves_started;
 
 struct level {
     struct fut_future base;
-    int depth;          /* 1..3; level 3 spawns leaves */
-    int finite;         /* leaves complete (value 1) instead of waiting */
+    int depth;  /* 1..3; level 3 spawns leaves */
+    int finite; /* leaves complete (value 1) instead of waiting */
     struct fut_token *parent_tok;
     struct fut_scope scope;
     struct fut_scope_next next;
     int i, inited, done;
-    intptr_t sum;       /* output: leaves completed below */
+    intptr_t sum; /* output: leaves completed below */
 };
 
 static const struct fut_future_vtable level_vt;
@@ -555,8 +555,7 @@ static int level_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct level *l = (struct level *)f;
     FUT_BEGIN(f);
-    fut_scope_init_child(&l->scope, NULL, FUT_SCOPE_FAIL_FAST,
-                         l->parent_tok);
+    fut_scope_init_child(&l->scope, NULL, FUT_SCOPE_FAIL_FAST, l->parent_tok);
     l->inited = 1;
     for (l->i = 0; l->i < NEST_FAN; l->i++) {
         struct fut_scope_opts op;
@@ -659,7 +658,7 @@ START_TEST(nested3)
             ASSERT_EQ(atomic_load(&completed), 27);
             ASSERT_EQ(atomic_load(&level_dropped), 0);
         } else {
-            ASSERT_EQ(o.dropped_after, 27);      /* every leaf */
+            ASSERT_EQ(o.dropped_after, 27);       /* every leaf */
             ASSERT_EQ(o.level_dropped_after, 13); /* 1 + 3 + 9 levels */
         }
     }
@@ -957,15 +956,15 @@ START_TEST(dump)
     fut_future_init(&o.base, &dump_vt);
     run_task(rt, &o, sizeof o);
     fprintf(stderr, "%s", dump_buf);
-    ck_assert_msg(dump_r > 0 && (size_t)dump_r < sizeof dump_buf,
-                  "dump: %ld", dump_r);
+    ck_assert_msg(dump_r > 0 && (size_t)dump_r < sizeof dump_buf, "dump: %ld",
+                  dump_r);
     ASSERT_EQ(count_of(dump_buf, "'dump_owner'"), 1);
     ASSERT_EQ(count_of(dump_buf, "'dumper'"), 1);
     ASSERT_EQ(count_of(dump_buf, "'waiter'"), 3);
     ASSERT_EQ(count_of(dump_buf, "token_wait"), 3);
     ASSERT_EQ(count_of(dump_buf, "'level'"), 1);
     ASSERT_EQ(count_of(dump_buf, "'kid'"), 3);
-    ASSERT_EQ(count_of(dump_buf, "yield"), 3); /* what the kids await */
+    ASSERT_EQ(count_of(dump_buf, "yield"), 3);      /* what the kids await */
     ASSERT_EQ(count_of(dump_buf, " running, "), 2); /* both scopes */
     ASSERT_EQ(count_of(dump_buf, "(child of scope"), 7);
     /* The tree: owner > level > kid, each indented deeper. */
@@ -1154,8 +1153,8 @@ START_TEST(rounds_reuse_memory)
     long round1 = o.live[0] - o.live0;
     ck_assert_msg(o.live[RR_ROUNDS - 1] <= o.live0 + 2 * round1 + 4,
                   "allocations: %ld before, %ld after round 1, %ld after "
-                  "round %d", o.live0, o.live[0], o.live[RR_ROUNDS - 1],
-                  RR_ROUNDS);
+                  "round %d",
+                  o.live0, o.live[0], o.live[RR_ROUNDS - 1], RR_ROUNDS);
     fut_drop(&o.base);
     fut_runtime_free(rt);
 }

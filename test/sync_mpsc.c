@@ -572,9 +572,9 @@ END_TEST
 /* Scenario state, shared by make() and check(). */
 static struct {
     int bounded;
-    long sent_ok;     /* sends (or permit sends) that returned 0 */
-    long received;    /* messages received, in order */
-    long order_bad;   /* out-of-order or unexpected values */
+    long sent_ok;   /* sends (or permit sends) that returned 0 */
+    long received;  /* messages received, in order */
+    long order_bad; /* out-of-order or unexpected values */
 } sc;
 
 /* A task that receives everything (yielding between receives, so the
@@ -830,9 +830,9 @@ static struct fut_future *make_receiver(void *ud, struct fut_runtime *rt)
         ck_assert_int_eq(
             fut_mpsc_new(2, U64, count_dtor, &task.tx, &under_recv.rx), 0);
     else
-        ck_assert_int_eq(fut_mpsc_unbounded_new(U64, count_dtor, &task.tx,
-                                                &under_recv.rx),
-                         0);
+        ck_assert_int_eq(
+            fut_mpsc_unbounded_new(U64, count_dtor, &task.tx, &under_recv.rx),
+            0);
     ck_assert_int_eq(fut_spawn(rt, &task, sizeof task, NULL), 0);
     fut_future_init(&under_recv.base, &receiver_fn_vt);
     return &under_recv.base;
@@ -903,9 +903,8 @@ static struct fut_future *make_recv_only(void *ud, struct fut_runtime *rt)
     if (ud)
         ck_assert_int_eq(fut_mpsc_new(2, U64, NULL, &task.tx, &kept_rx), 0);
     else
-        ck_assert_int_eq(fut_mpsc_unbounded_new(U64, NULL, &task.tx,
-                                                &kept_rx),
-                         0);
+        ck_assert_int_eq(
+            fut_mpsc_unbounded_new(U64, NULL, &task.tx, &kept_rx), 0);
     ck_assert_int_eq(fut_spawn(rt, &task, sizeof task, NULL), 0);
     fut_future_init(&under_recv_only.base, &recv_only_vt);
     return &under_recv_only.base;
@@ -1198,9 +1197,8 @@ static void *runtime_thread(void *arg)
     struct fut_runtime *rt = fut_test_rt();
     struct fut_join joins[MAXP];
     for (int i = 0; i < j->n; i++)
-        ck_assert_int_eq(fut_spawn(rt, (char *)j->f + i * j->size, j->size,
-                                   &joins[i]),
-                         0);
+        ck_assert_int_eq(
+            fut_spawn(rt, (char *)j->f + i * j->size, j->size, &joins[i]), 0);
     for (int i = 0; i < j->n; i++) {
         fut_block_on(rt, &joins[i].base);
         ck_assert_int_eq(joins[i].result, 0);

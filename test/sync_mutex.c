@@ -168,8 +168,8 @@ END_TEST
 static struct fut_mutex hm;
 static long shared_value; /* protected by hm */
 static long other_rounds;
-static int  overlap;       /* two holders at once */
-static int  holders;
+static int overlap; /* two holders at once */
+static int holders;
 
 /* Lock, check exclusivity across yields, unlock; 3 rounds. */
 struct locker {
@@ -247,8 +247,8 @@ END_TEST
 /* ------------------------------------------------------ across threads */
 
 static struct fut_mutex tm;
-static long tcounter;        /* plain: protected by tm */
-static atomic_int tinside;   /* holders right now */
+static long tcounter;      /* plain: protected by tm */
+static atomic_int tinside; /* holders right now */
 static atomic_int tviolations;
 
 struct tlocker {

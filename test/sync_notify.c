@@ -309,9 +309,8 @@ static void watcher_drop(struct fut_future *f)
         fut_drop(&w->n.base);
 }
 
-static const struct fut_future_vtable watcher_vt = {watcher_poll,
-                                                    watcher_drop, "watcher",
-                                                    NULL};
+static const struct fut_future_vtable watcher_vt = {
+    watcher_poll, watcher_drop, "watcher", NULL};
 
 START_TEST(no_lost_wakeup_threads)
 {

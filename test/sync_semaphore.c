@@ -348,8 +348,8 @@ END_TEST
 
 #define TOTAL 5
 static struct fut_semaphore lsem;
-static atomic_long in_use;    /* permits held right now */
-static atomic_long over;      /* times 'in_use' exceeded TOTAL */
+static atomic_long in_use; /* permits held right now */
+static atomic_long over;   /* times 'in_use' exceeded TOTAL */
 
 /* Acquires 1..3 permits 'n' times; a PENDING acquire is dropped half the
  * time and started again (loses-position: must hand on what it got). */

@@ -12,16 +12,16 @@
 
 #include "fut.h"
 
-#define ASSERT_EQ(a, b)                                                       \
-    do {                                                                      \
-        long long a_ = (long long)(a), b_ = (long long)(b);                   \
-        ck_assert_msg(a_ == b_, "%s == %s failed: %lld vs %lld", #a, #b, a_,  \
-                      b_);                                                    \
+#define ASSERT_EQ(a, b)                                                      \
+    do {                                                                     \
+        long long a_ = (long long)(a), b_ = (long long)(b);                  \
+        ck_assert_msg(a_ == b_, "%s == %s failed: %lld vs %lld", #a, #b, a_, \
+                      b_);                                                   \
     } while (0)
-#define ASSERT_NE(a, b)                                                       \
-    do {                                                                      \
-        long long a_ = (long long)(a), b_ = (long long)(b);                   \
-        ck_assert_msg(a_ != b_, "%s != %s failed: both %lld", #a, #b, a_);    \
+#define ASSERT_NE(a, b)                                                      \
+    do {                                                                     \
+        long long a_ = (long long)(a), b_ = (long long)(b);                  \
+        ck_assert_msg(a_ != b_, "%s != %s failed: both %lld", #a, #b, a_);   \
     } while (0)
 #define ASSERT_TRUE(e) ck_assert_msg((e), "expected true: %s", #e)
 

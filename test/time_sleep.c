@@ -261,7 +261,8 @@ static int hour_poll(struct fut_future *f, struct fut_context *cx)
     FUT_AWAIT(f, &m->s);
     m->t1 = fut_time_now();
     fut_pending_init(&m->never);
-    fut_timeout_init(&m->to, &m->never.base, fut_time_now() + 7200 * 1000 * MS);
+    fut_timeout_init(&m->to, &m->never.base,
+                     fut_time_now() + 7200 * 1000 * MS);
     FUT_AWAIT(f, &m->to);
     m->result = m->to.result;
     m->t2 = fut_time_now();

@@ -17,12 +17,12 @@ struct server;
 struct subscriber;
 
 struct client {
-    uint64_t id;             /* CLIENT ID / HELLO id, from 1 */
+    uint64_t id; /* CLIENT ID / HELLO id, from 1 */
     struct server *srv;
-    struct resp_out out;     /* replies not yet written */
-    char *name;              /* CLIENT SETNAME (malloc), or NULL */
-    int close_after_reply;   /* QUIT or a protocol error */
-    struct subscriber *sub;  /* pub/sub state once subscribed, or NULL */
+    struct resp_out out;    /* replies not yet written */
+    char *name;             /* CLIENT SETNAME (malloc), or NULL */
+    int close_after_reply;  /* QUIT or a protocol error */
+    struct subscriber *sub; /* pub/sub state once subscribed, or NULL */
 };
 
 #endif

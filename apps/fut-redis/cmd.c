@@ -123,8 +123,9 @@ static void reply_unknown(struct resp_out *o, struct resp_arg *argv,
                                  n, argv[i].p);
     }
     args[used] = '\0';
-    resp_add_errorf(o, "ERR unknown command '%.*s', with args beginning "
-                       "with: %s",
+    resp_add_errorf(o,
+                    "ERR unknown command '%.*s', with args beginning "
+                    "with: %s",
                     cstr_len(&argv[0], 128), argv[0].p, args);
 }
 
@@ -151,16 +152,15 @@ void cmd_dispatch(struct server *srv, struct client *cl,
                           "'maxmemory'.");
         return;
     }
-    if (cl->sub && !(cmd->flags & CMD_PUBSUB) &&
-        pubsub_count_of(cl) > 0) {
-        resp_add_errorf(o, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
-                           "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
-                           "allowed in this context",
+    if (cl->sub && !(cmd->flags & CMD_PUBSUB) && pubsub_count_of(cl) > 0) {
+        resp_add_errorf(o,
+                        "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+                        "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
+                        "allowed in this context",
                         cmd->name);
         return;
     }
-    struct cmd_ctx c = {srv, &srv->db, cl, o, argv, argc,
-                        server_now_ms(srv)};
+    struct cmd_ctx c = {srv, &srv->db, cl, o, argv, argc, server_now_ms(srv)};
     cmd->fn(&c);
 }
 
@@ -206,8 +206,8 @@ static struct entry **find(struct cmd_ctx *c, size_t i, struct shard **sh,
     return db_find(c->db, *sh, c->argv[i].p, c->argv[i].len, *h, c->now_ms);
 }
 
-struct entry **key_find_locked(struct cmd_ctx *c, size_t i,
-                               struct shard **sh, uint64_t *h)
+struct entry **key_find_locked(struct cmd_ctx *c, size_t i, struct shard **sh,
+                               uint64_t *h)
 {
     return find(c, i, sh, h, 0);
 }

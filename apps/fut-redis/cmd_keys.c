@@ -181,9 +181,8 @@ void cmd_dbsize(struct cmd_ctx *c)
 
 void cmd_flushall(struct cmd_ctx *c)
 {
-    if (c->argc > 2 ||
-        (c->argc == 2 && !arg_is(&c->argv[1], "sync") &&
-         !arg_is(&c->argv[1], "async"))) {
+    if (c->argc > 2 || (c->argc == 2 && !arg_is(&c->argv[1], "sync") &&
+                        !arg_is(&c->argv[1], "async"))) {
         reply_syntax(c);
         return;
     }

@@ -15,14 +15,14 @@ static void push(struct cmd_ctx *c, int left)
         reply_wrongtype(c);
         goto out;
     }
-    if (!e && !(e = db_new_list(c->db, sh, c->argv[1].p, c->argv[1].len,
-                                h))) {
+    if (!e &&
+        !(e = db_new_list(c->db, sh, c->argv[1].p, c->argv[1].len, h))) {
         c->out->oom = 1;
         goto out;
     }
     for (size_t i = 2; i < c->argc; i++)
-        if (rlist_push(c->db, e->list, left, c->argv[i].p,
-                       c->argv[i].len) != 0) {
+        if (rlist_push(c->db, e->list, left, c->argv[i].p, c->argv[i].len) !=
+            0) {
             c->out->oom = 1;
             break;
         }

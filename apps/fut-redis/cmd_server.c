@@ -235,20 +235,26 @@ static void config_get(struct cmd_ctx *c)
     snprintf(v[2], sizeof v[2], "%lld", k->maxmemory);
     snprintf(v[3], sizeof v[3], "%ld", k->timeout_s);
     snprintf(v[4], sizeof v[4], "%lld", k->lim.max_bulk);
-    const struct { const char *name, *val; } params[] = {
-        {"save", ""},           {"appendonly", "no"},
-        {"databases", "1"},     {"port", v[0]},
-        {"maxclients", v[1]},   {"maxmemory", v[2]},
+    const struct {
+        const char *name, *val;
+    } params[] = {
+        {"save", ""},
+        {"appendonly", "no"},
+        {"databases", "1"},
+        {"port", v[0]},
+        {"maxclients", v[1]},
+        {"maxmemory", v[2]},
         {"maxmemory-policy", "noeviction"},
-        {"timeout", v[3]},      {"proto-max-bulk-len", v[4]},
+        {"timeout", v[3]},
+        {"proto-max-bulk-len", v[4]},
     };
     size_t np = sizeof params / sizeof params[0], hits = 0;
     int match[sizeof params / sizeof params[0]] = {0};
     for (size_t i = 0; i < np; i++)
         for (size_t j = 2; j < c->argc && !match[i]; j++)
-            hits += match[i] = glob_match(c->argv[j].p, c->argv[j].len,
-                                          params[i].name,
-                                          strlen(params[i].name));
+            hits += match[i] =
+                glob_match(c->argv[j].p, c->argv[j].len, params[i].name,
+                           strlen(params[i].name));
     resp_add_array(c->out, (long long)hits * 2);
     for (size_t i = 0; i < np; i++)
         if (match[i]) {
@@ -286,9 +292,8 @@ static void info_server(struct server *s, char *b, size_t cap, size_t *n)
         "process_id:%ld\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
         "uptime_in_days:%lld\r\nhz:10\r\n",
         COMPAT_VERSION, u.sysname, u.release, u.machine,
-        (int)(sizeof(void *) * 8), s->backend, s->cfg.workers,
-        (long)getpid(), s->tcp_port, (long long)up,
-        (long long)up / 86400);
+        (int)(sizeof(void *) * 8), s->backend, s->cfg.workers, (long)getpid(),
+        s->tcp_port, (long long)up, (long long)up / 86400);
 }
 
 static void info_rest(struct server *s, const char *sec, char *b, size_t cap,
@@ -315,9 +320,9 @@ static void info_rest(struct server *s, const char *sec, char *b, size_t cap,
             "expired_keys:%lld\r\nclient_output_buffer_limit_disconnections:"
             "%lld\r\nclient_timeout_disconnections:%lld\r\n"
             "pubsub_channels:%zu\r\npubsub_patterns:%zu\r\n",
-            LD(s->total_connections), LD(s->total_commands),
-            LD(s->rejected), LD(s->db.expired), LD(s->pubsub_killed),
-            LD(s->timed_out), chans, pats);
+            LD(s->total_connections), LD(s->total_commands), LD(s->rejected),
+            LD(s->db.expired), LD(s->pubsub_killed), LD(s->timed_out), chans,
+            pats);
     } else if (!strcmp(sec, "keyspace")) {
         db_lock_all(&s->db);
         size_t keys = db_size(&s->db), exp = db_expires(&s->db);

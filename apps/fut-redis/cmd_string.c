@@ -39,7 +39,10 @@ void cmd_get(struct cmd_ctx *c)
 
 static int set_options(struct cmd_ctx *c, int *flags, size_t *exp_arg)
 {
-    static const struct { const char *name; int flag, excl; } opts[] = {
+    static const struct {
+        const char *name;
+        int flag, excl;
+    } opts[] = {
         {"nx", SET_NX, SET_XX},
         {"xx", SET_XX, SET_NX},
         {"get", SET_GET, 0},
@@ -146,8 +149,7 @@ void cmd_setnx(struct cmd_ctx *c)
     if (pp) {
         resp_add_int(c->out, 0);
     } else if (db_set_string(c->db, sh, c->argv[1].p, c->argv[1].len, h,
-                             c->argv[2].p, c->argv[2].len, 0, 0,
-                             c->now_ms)) {
+                             c->argv[2].p, c->argv[2].len, 0, 0, c->now_ms)) {
         resp_add_int(c->out, 1);
     } else {
         c->out->oom = 1;
@@ -277,9 +279,9 @@ void cmd_append(struct cmd_ctx *c)
     uint64_t h;
     struct entry **pp = key_find(c, 1, &sh, &h);
     if (!pp) {
-        struct entry *e = db_set_string(c->db, sh, c->argv[1].p,
-                                        c->argv[1].len, h, c->argv[2].p,
-                                        c->argv[2].len, 0, 0, c->now_ms);
+        struct entry *e =
+            db_set_string(c->db, sh, c->argv[1].p, c->argv[1].len, h,
+                          c->argv[2].p, c->argv[2].len, 0, 0, c->now_ms);
         if (e)
             resp_add_int(c->out, (long long)e->vlen);
         else

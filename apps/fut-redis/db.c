@@ -385,8 +385,7 @@ void db_free_item(struct db *db, struct litem *it)
 
 /* ----------------------------------------------------------------- expiry */
 
-size_t db_sweep(struct db *db, struct shard *s, int64_t now_ms,
-                size_t budget)
+size_t db_sweep(struct db *db, struct shard *s, int64_t now_ms, size_t budget)
 {
     size_t deleted = 0;
     pthread_mutex_lock(&s->mu);

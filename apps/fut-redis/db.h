@@ -47,14 +47,14 @@ struct rlist {
 /* A key and its value, one allocation for strings: the key's bytes, then
  * the value's (Redis' embstr idea, for every size). */
 struct entry {
-    struct entry *next;   /* hash chain */
-    int64_t expire_ms;    /* absolute, runtime clock in ms; 0: none */
+    struct entry *next; /* hash chain */
+    int64_t expire_ms;  /* absolute, runtime clock in ms; 0: none */
     uint64_t hash;
     uint32_t klen;
-    uint8_t type;         /* enum obj_type */
-    uint32_t vlen, vcap;  /* string: value length, room after the key */
-    struct rlist *list;   /* list: the elements */
-    char data[];          /* key bytes, then (strings) value bytes */
+    uint8_t type;        /* enum obj_type */
+    uint32_t vlen, vcap; /* string: value length, room after the key */
+    struct rlist *list;  /* list: the elements */
+    char data[];         /* key bytes, then (strings) value bytes */
 };
 
 static inline char *entry_key(struct entry *e)
@@ -68,18 +68,18 @@ static inline char *entry_val(struct entry *e)
 
 struct shard {
     pthread_mutex_t mu;
-    struct entry **tab;    /* buckets; size 'mask + 1' */
+    struct entry **tab; /* buckets; size 'mask + 1' */
     size_t mask;
-    size_t count;          /* keys */
-    size_t expires;        /* keys with an expiry */
-    size_t cursor;         /* next bucket of the active sweep */
+    size_t count;   /* keys */
+    size_t expires; /* keys with an expiry */
+    size_t cursor;  /* next bucket of the active sweep */
 };
 
 struct db {
     struct shard *shards;
-    unsigned nshards;      /* a power of two */
-    atomic_llong used;     /* bytes allocated for the keyspace */
-    atomic_llong expired;  /* keys removed by expiry (lazy + active) */
+    unsigned nshards;     /* a power of two */
+    atomic_llong used;    /* bytes allocated for the keyspace */
+    atomic_llong expired; /* keys removed by expiry (lazy + active) */
     atomic_llong hits, misses;
 };
 
@@ -124,9 +124,9 @@ struct entry *db_new_list(struct db *db, struct shard *s, const char *k,
                           size_t klen, uint64_t h);
 void db_delete(struct db *db, struct shard *s, struct entry **slot);
 void db_set_expire(struct shard *s, struct entry *e, int64_t expire_ms);
-size_t db_size(struct db *db);     /* all shards locked by the caller */
-size_t db_expires(struct db *db);  /* idem */
-void db_flush(struct db *db);      /* idem */
+size_t db_size(struct db *db);    /* all shards locked by the caller */
+size_t db_expires(struct db *db); /* idem */
+void db_flush(struct db *db);     /* idem */
 
 /* List operations (the entry is a list; its shard locked). */
 int rlist_push(struct db *db, struct rlist *l, int left, const char *p,

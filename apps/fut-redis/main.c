@@ -31,10 +31,13 @@
 /* Redis' memtoull: a byte count with an optional unit. 1 on success. */
 static int parse_bytes(const char *s, long long *out)
 {
-    static const struct { const char *unit; long long mul; } units[] = {
-        {"", 1},          {"b", 1},
-        {"k", 1000},      {"kb", 1024},
-        {"m", 1000000},   {"mb", 1024 * 1024},
+    static const struct {
+        const char *unit;
+        long long mul;
+    } units[] = {
+        {"", 1},           {"b", 1},
+        {"k", 1000},       {"kb", 1024},
+        {"m", 1000000},    {"mb", 1024 * 1024},
         {"g", 1000000000}, {"gb", 1024LL * 1024 * 1024},
     };
     char *end;
@@ -159,8 +162,9 @@ static int parse_args(int argc, char **argv, struct server_config *cfg)
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h"))
             return 1;
         if (strncmp(opt, "--", 2) != 0 || !opt[2]) {
-            fprintf(stderr, "fut-redis: unexpected argument '%s' (config "
-                            "files are not supported: use --options)\n",
+            fprintf(stderr,
+                    "fut-redis: unexpected argument '%s' (config "
+                    "files are not supported: use --options)\n",
                     opt);
             return -1;
         }

@@ -104,8 +104,7 @@ static struct ps_chan **chan_slot(struct pubsub *ps, const char *n,
     return pp;
 }
 
-static int names_find(struct ps_name **v, size_t n, const char *s,
-                      size_t len)
+static int names_find(struct ps_name **v, size_t n, const char *s, size_t len)
 {
     for (size_t i = 0; i < n; i++)
         if (v[i]->len == len && !memcmp(v[i]->s, s, len))
@@ -291,7 +290,8 @@ static int deliver(struct server *srv, struct subscriber *s, struct psmsg *m)
 {
     long long q = atomic_load_explicit(&s->queued, memory_order_relaxed) +
                   atomic_load_explicit(&s->outbuf, memory_order_relaxed);
-    if (srv->cfg.pubsub_hard && q + (long long)m->len > srv->cfg.pubsub_hard) {
+    if (srv->cfg.pubsub_hard &&
+        q + (long long)m->len > srv->cfg.pubsub_hard) {
         if (!atomic_exchange_explicit(&s->kill, 1, memory_order_relaxed)) {
             struct psmsg *none = NULL; /* wakes the connection to close */
             fut_mpsc_try_send(&s->tx, &none);
@@ -326,7 +326,8 @@ void cmd_publish(struct cmd_ctx *c)
     if (ch && ch->n) {
         struct psmsg *m = msg_new("message", NULL, &c->argv[1], &c->argv[2]);
         if (m) {
-            atomic_store_explicit(&m->ref, 1, memory_order_relaxed); /* hold */
+            atomic_store_explicit(&m->ref, 1,
+                                  memory_order_relaxed); /* hold */
             for (size_t i = 0; i < ch->n; i++)
                 receivers += deliver(c->srv, ch->subs[i], m);
             msg_release_hold(m);
@@ -392,8 +393,8 @@ void cmd_psubscribe(struct cmd_ctx *c)
     subscribe_generic(c, "psubscribe", pat_add);
 }
 
-static void unsubscribe_generic(struct cmd_ctx *c, const char *kind,
-                                ps_op op, int pats)
+static void unsubscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op,
+                                int pats)
 {
     struct subscriber *s = c->cl->sub;
     if (c->argc == 1) { /* everything */

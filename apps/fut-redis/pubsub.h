@@ -46,25 +46,25 @@ struct client;
 struct server;
 
 struct psmsg {
-    atomic_int ref;  /* one per subscriber it was sent to (acq_rel) */
+    atomic_int ref; /* one per subscriber it was sent to (acq_rel) */
     size_t len;
-    char data[];     /* the RESP message */
+    char data[]; /* the RESP message */
 };
 
 struct subscriber {
     struct client *cl;
-    struct fut_mpsc_tx tx;   /* publishers send through it (registry lock) */
-    struct fut_mpsc_rx rx;   /* the connection task receives */
-    atomic_llong queued;     /* bytes sent, not yet received */
-    atomic_llong outbuf;     /* the connection's unsent output */
-    atomic_int kill;         /* over the hard limit: close */
+    struct fut_mpsc_tx tx; /* publishers send through it (registry lock) */
+    struct fut_mpsc_rx rx; /* the connection task receives */
+    atomic_llong queued;   /* bytes sent, not yet received */
+    atomic_llong outbuf;   /* the connection's unsent output */
+    atomic_int kill;       /* over the hard limit: close */
     /* subscriptions, in order (registry lock for writers; the owner's
      * task reads its own counts) */
     struct ps_name **chans;
     size_t nchans, chcap;
     struct ps_name **pats;
     size_t npats, patcap;
-    int64_t soft_since;      /* connection: over the soft limit since (ns) */
+    int64_t soft_since; /* connection: over the soft limit since (ns) */
 };
 
 struct ps_name {

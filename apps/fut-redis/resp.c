@@ -161,12 +161,24 @@ static int split_inline(struct resp_parser *p, char *s)
                 } else if (r[0] == '\\' && r[1]) {
                     r++;
                     switch (*r) {
-                    case 'n': *w++ = '\n'; break;
-                    case 'r': *w++ = '\r'; break;
-                    case 't': *w++ = '\t'; break;
-                    case 'b': *w++ = '\b'; break;
-                    case 'a': *w++ = '\a'; break;
-                    default: *w++ = *r; break;
+                    case 'n':
+                        *w++ = '\n';
+                        break;
+                    case 'r':
+                        *w++ = '\r';
+                        break;
+                    case 't':
+                        *w++ = '\t';
+                        break;
+                    case 'b':
+                        *w++ = '\b';
+                        break;
+                    case 'a':
+                        *w++ = '\a';
+                        break;
+                    default:
+                        *w++ = *r;
+                        break;
                     }
                 } else if (*r == '"') {
                     if (r[1] && !isspace((unsigned char)r[1]))
@@ -192,12 +204,22 @@ static int split_inline(struct resp_parser *p, char *s)
                 }
             } else {
                 switch (*r) {
-                case ' ': case '\n': case '\r': case '\t': case '\0':
+                case ' ':
+                case '\n':
+                case '\r':
+                case '\t':
+                case '\0':
                     done = 1;
                     break;
-                case '"': inq = 1; break;
-                case '\'': insq = 1; break;
-                default: *w++ = *r; break;
+                case '"':
+                    inq = 1;
+                    break;
+                case '\'':
+                    insq = 1;
+                    break;
+                default:
+                    *w++ = *r;
+                    break;
                 }
             }
             if (*r)
@@ -370,7 +392,7 @@ int resp_str2ll(const char *s, size_t n, long long *out)
         if (v > (unsigned long long)LLONG_MAX + 1)
             return 0;
         *out = v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN
-                                                       : -(long long)v;
+                                                      : -(long long)v;
     } else {
         if (v > LLONG_MAX)
             return 0;
@@ -383,8 +405,8 @@ int resp_ll2str(char *buf, long long v)
 {
     char tmp[24];
     int n = 0, neg = v < 0;
-    unsigned long long u = neg ? 0ULL - (unsigned long long)v
-                               : (unsigned long long)v;
+    unsigned long long u =
+        neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     do {
         tmp[n++] = (char)('0' + u % 10);
         u /= 10;

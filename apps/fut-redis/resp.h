@@ -36,8 +36,8 @@
 #define RESP_READ_CHUNK (16 * 1024)
 
 struct resp_limits {
-    long long max_bulk;   /* longest bulk string (proto-max-bulk-len) */
-    size_t max_inline;    /* longest inline request or count line */
+    long long max_bulk; /* longest bulk string (proto-max-bulk-len) */
+    size_t max_inline;  /* longest inline request or count line */
 };
 
 /* An argument: a slice of the read buffer. */
@@ -47,30 +47,30 @@ struct resp_arg {
 };
 
 enum resp_status {
-    RESP_MORE = 0,   /* no complete command in the buffer: read more */
-    RESP_CMD = 1,    /* a command: resp_argv() / resp_argc() */
-    RESP_ERROR = -1  /* protocol error: resp_error() has Redis' text */
+    RESP_MORE = 0,  /* no complete command in the buffer: read more */
+    RESP_CMD = 1,   /* a command: resp_argv() / resp_argc() */
+    RESP_ERROR = -1 /* protocol error: resp_error() has Redis' text */
 };
 
 /* The read buffer and the parse state of one connection. */
 struct resp_parser {
-    char *buf;             /* the read buffer (malloc) */
-    size_t cap;            /* its size */
-    size_t end;            /* bytes read into it */
-    size_t pos;            /* first byte not parsed yet */
-    size_t cmd_start;      /* start of the command being parsed */
+    char *buf;        /* the read buffer (malloc) */
+    size_t cap;       /* its size */
+    size_t end;       /* bytes read into it */
+    size_t pos;       /* first byte not parsed yet */
+    size_t cmd_start; /* start of the command being parsed */
     /* multibulk state, kept across reads (Redis' multibulklen/bulklen) */
-    long long mb_left;     /* arguments still to parse; 0: no command */
-    long long bulk_len;    /* length of the bulk being read, -1: header */
-    int inline_cmd;        /* the command was inline */
+    long long mb_left;  /* arguments still to parse; 0: no command */
+    long long bulk_len; /* length of the bulk being read, -1: header */
+    int inline_cmd;     /* the command was inline */
     /* parsed arguments: offsets into 'buf' while the command is
      * incomplete (the buffer may move), slices once it is complete */
     size_t *off, *len;
     struct resp_arg *argv;
     size_t argc, argcap;
-    char *inline_tmp;      /* unescaped inline arguments (own bytes) */
-    const char *error;     /* the protocol error, once RESP_ERROR */
-    char errbuf[64];       /* its text, when formatted */
+    char *inline_tmp;  /* unescaped inline arguments (own bytes) */
+    const char *error; /* the protocol error, once RESP_ERROR */
+    char errbuf[64];   /* its text, when formatted */
     struct resp_limits lim;
 };
 
@@ -112,8 +112,8 @@ static inline int resp_pending(const struct resp_parser *p)
 struct resp_out {
     char *buf;
     size_t len, cap;
-    size_t sent;  /* bytes already written to the socket */
-    int oom;      /* an append failed: the connection must close */
+    size_t sent; /* bytes already written to the socket */
+    int oom;     /* an append failed: the connection must close */
 };
 
 void resp_out_init(struct resp_out *o);
@@ -122,16 +122,16 @@ void resp_out_fini(struct resp_out *o);
 void resp_out_consume(struct resp_out *o);
 
 void resp_add_raw(struct resp_out *o, const void *p, size_t n);
-void resp_add_simple(struct resp_out *o, const char *s);     /* +s */
-void resp_add_error(struct resp_out *o, const char *s);      /* -s */
+void resp_add_simple(struct resp_out *o, const char *s); /* +s */
+void resp_add_error(struct resp_out *o, const char *s);  /* -s */
 void resp_add_errorf(struct resp_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void resp_add_int(struct resp_out *o, long long v);          /* :v */
+void resp_add_int(struct resp_out *o, long long v); /* :v */
 void resp_add_bulk(struct resp_out *o, const void *p, size_t n);
 void resp_add_bulk_str(struct resp_out *o, const char *s);
-void resp_add_null(struct resp_out *o);                      /* $-1 */
-void resp_add_null_array(struct resp_out *o);                /* *-1 */
-void resp_add_array(struct resp_out *o, long long n);        /* *n */
+void resp_add_null(struct resp_out *o);               /* $-1 */
+void resp_add_null_array(struct resp_out *o);         /* *-1 */
+void resp_add_array(struct resp_out *o, long long n); /* *n */
 void resp_add_ok(struct resp_out *o);
 
 /* Redis' string2ll: the whole slice is a base-10 long long, no spaces, no

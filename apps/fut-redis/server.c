@@ -57,7 +57,7 @@
 
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
-#define GRACE_NS (5 * NS_PER_S)     /* shutdown: time for replies in flight */
+#define GRACE_NS (5 * NS_PER_S) /* shutdown: time for replies in flight */
 #define CRON_PERIOD_NS (100 * NS_PER_MS) /* Redis' hz 10 */
 /* Active expiry per cron tick: at most 25% of the period (Redis'
  * ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC), in steps of SWEEP_STEP entries
@@ -99,25 +99,26 @@ struct conn {
     struct fut_io *io;
     struct client cl;
     struct resp_parser rp;
-    int busy;                  /* counted in srv->busy */
-    int selecting;             /* 'sel' is the awaited future (subscriber) */
-    struct fut_future *wait;   /* what step 1 or 3 awaits */
+    int busy;                /* counted in srv->busy */
+    int selecting;           /* 'sel' is the awaited future (subscriber) */
+    struct fut_future *wait; /* what step 1 or 3 awaits */
     struct fut_io_read rd;
     struct fut_io_write wr;
-    struct fut_mpsc_recv rv;   /* a subscriber's next message (read) */
-    struct psmsg *msg;         /* rv's output */
-    struct pump {              /* a subscriber's messages (write) */
+    struct fut_mpsc_recv rv; /* a subscriber's next message (read) */
+    struct psmsg *msg;       /* rv's output */
+    struct pump {            /* a subscriber's messages (write) */
         struct fut_future base;
         struct conn *c;
     } pump;
-    struct resp_out side;      /* messages that came during a write */
-    struct fut_select2 sel;    /* rd against rv, or wr against pump */
-    struct fut_timeout tmo;    /* --timeout over the read */
+    struct resp_out side;   /* messages that came during a write */
+    struct fut_select2 sel; /* rd against rv, or wr against pump */
+    struct fut_timeout tmo; /* --timeout over the read */
 };
 
 /* Sets what to await: 'io' alone, or, once the client has a subscriber,
  * 'io' against 'msgs' (the channel's receive or the pump). */
-static void arm(struct conn *c, struct fut_future *io, struct fut_future *msgs)
+static void arm(struct conn *c, struct fut_future *io,
+                struct fut_future *msgs)
 {
     c->wait = io;
     c->selecting = c->cl.sub != NULL;
@@ -380,8 +381,8 @@ FUT_ASYNC_VTABLE(conn_vt, "redis_conn", conn_poll, conn_cleanup);
 static void reject(struct server *srv, struct fut_io *io)
 {
     static const char msg[] = "-ERR max number of clients reached\r\n";
-    ssize_t n = send(fut_io_fd(io), msg, sizeof msg - 1,
-                     MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n =
+        send(fut_io_fd(io), msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)n; /* best effort, as Redis */
     fut_io_close(io);
     add(&srv->rejected, 1);
@@ -649,8 +650,7 @@ void server_fini(struct server *srv)
     pubsub_fini(srv);
 }
 
-int server_run(struct server *srv, struct fut_runtime *rt,
-               struct fut_io *sig)
+int server_run(struct server *srv, struct fut_runtime *rt, struct fut_io *sig)
 {
     struct listeners ls;
     memset(&ls, 0, sizeof ls);

@@ -28,17 +28,17 @@ struct pubsub;
 #define SERVER_MAX_BINDS 16
 
 struct server_config {
-    int port;                /* --port; 0 with --unixsocket: no TCP */
+    int port; /* --port; 0 with --unixsocket: no TCP */
     const char *bind[SERVER_MAX_BINDS]; /* --bind, numeric addresses */
     int nbind;
-    const char *unixsocket;  /* --unixsocket path, or NULL */
-    long maxclients;         /* --maxclients (default 10000) */
-    long long maxmemory;     /* --maxmemory bytes, 0: no limit */
-    long timeout_s;          /* --timeout: idle clients closed; 0: never */
-    int workers;             /* --workers: 0 = current-thread runtime */
-    int io_backend;          /* --io-backend: enum fut_io_backend_kind */
-    struct resp_limits lim;  /* --proto-max-bulk-len, inline limit */
-    long long pubsub_hard;   /* client-output-buffer-limit pubsub */
+    const char *unixsocket; /* --unixsocket path, or NULL */
+    long maxclients;        /* --maxclients (default 10000) */
+    long long maxmemory;    /* --maxmemory bytes, 0: no limit */
+    long timeout_s;         /* --timeout: idle clients closed; 0: never */
+    int workers;            /* --workers: 0 = current-thread runtime */
+    int io_backend;         /* --io-backend: enum fut_io_backend_kind */
+    struct resp_limits lim; /* --proto-max-bulk-len, inline limit */
+    long long pubsub_hard;  /* client-output-buffer-limit pubsub */
     long long pubsub_soft;
     long pubsub_soft_s;
 };
@@ -47,19 +47,19 @@ struct server {
     struct server_config cfg;
     struct db db;
     struct pubsub *ps;
-    int tcp_port;            /* the port actually bound (0: none) */
-    int64_t start_ns;        /* runtime clock at start */
-    int64_t unix_ms0;        /* wall clock at start (ms) */
-    const char *backend;     /* fut_runtime_backend: "epoll", ... */
-    atomic_llong next_id;            /* client ids */
-    atomic_llong clients;            /* connected now */
+    int tcp_port;         /* the port actually bound (0: none) */
+    int64_t start_ns;     /* runtime clock at start */
+    int64_t unix_ms0;     /* wall clock at start (ms) */
+    const char *backend;  /* fut_runtime_backend: "epoll", ... */
+    atomic_llong next_id; /* client ids */
+    atomic_llong clients; /* connected now */
     atomic_llong total_connections;
     atomic_llong total_commands;
-    atomic_llong rejected;           /* over --maxclients */
-    atomic_llong pubsub_killed;      /* over the output limit */
-    atomic_llong timed_out;          /* idle over --timeout */
-    atomic_int shutting;             /* SIGTERM/SIGINT seen (seq_cst) */
-    atomic_llong busy;               /* connections between a read and
+    atomic_llong rejected;      /* over --maxclients */
+    atomic_llong pubsub_killed; /* over the output limit */
+    atomic_llong timed_out;     /* idle over --timeout */
+    atomic_int shutting;        /* SIGTERM/SIGINT seen (seq_cst) */
+    atomic_llong busy;          /* connections between a read and
                                         the end of its replies (seq_cst) */
 };
 

@@ -77,7 +77,7 @@ FUT_EXTERN void fut_token_fini(struct fut_token *t);
  * cancel-safe: dropping it unregisters the waiter and loses nothing (the
  * flag stays readable). Thread: one thread at a time (any). */
 struct fut_token_wait {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_token *token;  /**< private */
     struct fut_sync_waiter w; /**< private */
     int result;               /**< output */
@@ -99,10 +99,10 @@ FUT_EXTERN void fut_token_wait_init(struct fut_token_wait *f,
  * combinators' children): this future owns its drop; it must not move
  * after the first poll. */
 struct fut_until_cancelled {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_future *inner;  /**< private */
+    struct fut_future base;     /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *inner;   /**< private */
     struct fut_token_wait wait; /**< private */
-    int result;                /**< output */
+    int result;                 /**< output */
 };
 
 /** Initialises 'u' over 'inner' (caller storage; 'u' owns its drop) and

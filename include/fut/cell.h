@@ -125,7 +125,7 @@ FUT_EXTERN void fut_oneshot_rx_drop(struct fut_oneshot_rx *rx);
  * later is refused (the sender gets FUT_ECLOSED and keeps it), a value
  * already sent goes to the dtor - no value is ever lost silently. */
 struct fut_oneshot_recv {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_oneshot_rx rx; /**< private: owned by the future */
     void *out;                /**< private: where the value goes */
     int result;               /**< output */

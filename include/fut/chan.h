@@ -112,7 +112,7 @@ FUT_EXTERN int fut_mpsc_try_send(struct fut_mpsc_tx *tx, const void *msg);
  * caller's (no data is lost); room already handed to it goes to the next
  * sender. */
 struct fut_mpsc_send {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_mpsc_tx *tx;   /**< private */
     const void *msg;          /**< private */
     struct fut_sync_waiter w; /**< private */
@@ -154,10 +154,10 @@ FUT_EXTERN void fut_mpsc_permit_drop(struct fut_mpsc_permit *p);
  * queue; room already handed to it goes to the next sender. After READY
  * the permit is the caller's (dropping the future does not drop it). */
 struct fut_mpsc_reserve {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_mpsc_tx *tx;        /**< private */
-    struct fut_sync_waiter w;      /**< private */
-    int result;                    /**< output */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
+    struct fut_mpsc_tx *tx;   /**< private */
+    struct fut_sync_waiter w; /**< private */
+    int result;               /**< output */
     struct fut_mpsc_permit permit; /**< output */
 };
 
@@ -217,7 +217,7 @@ FUT_EXTERN void fut_mpsc_recv_init(struct fut_mpsc_recv *f,
  * empty); dropping the stream drops the receiver. cancel-safe (as recv). */
 struct fut_mpsc_stream {
     struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
-    struct fut_mpsc_rx rx; /**< private */
+    struct fut_mpsc_rx rx;  /**< private */
 };
 
 /** Initialises 's' taking ownership of '*rx' (left empty). */
@@ -282,8 +282,8 @@ FUT_EXTERN int fut_broadcast_send(struct fut_broadcast_tx *tx,
  * FUT_ELAGGED with '*lagged' = how many messages this receiver missed (it
  * now points at the oldest one kept, which the next call returns);
  * FUT_ECLOSED (every sender gone and everything received). */
-FUT_EXTERN int fut_broadcast_try_recv(struct fut_broadcast_rx *rx,
-                                      void *out, uint64_t *lagged);
+FUT_EXTERN int fut_broadcast_try_recv(struct fut_broadcast_rx *rx, void *out,
+                                      uint64_t *lagged);
 
 /** The receive future. Output: 'result' = 0 with the message in 'out',
  * FUT_ELAGGED with 'lagged' = messages missed (receive again for the
@@ -375,7 +375,7 @@ FUT_EXTERN int fut_watch_has_changed(const struct fut_watch_rx *rx);
  * cancel-safe: the receiver's seen version only moves in the poll that
  * returns READY. */
 struct fut_watch_changed {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_watch_rx *rx;  /**< private */
     struct fut_sync_waiter w; /**< private */
     int result;               /**< output */

@@ -141,7 +141,7 @@ typedef intptr_t (*fut_map_fn)(struct fut_future *inner, void *ud);
  * 'value' (fn does not run again).
  * cancel-safe iff 'inner' is (dropping the map drops 'inner'). */
 struct fut_map {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_future *inner; /**< private */
     fut_map_fn fn;            /**< private */
     void *ud;                 /**< private */
@@ -158,8 +158,7 @@ FUT_EXTERN void fut_map_init(struct fut_map *m, struct fut_future *inner,
  * the then-future is dropped), returning it; the then-future owns its
  * drop from here. May return NULL: there is no second future and the
  * then-future completes at once (e.g. the first one failed). */
-typedef struct fut_future *(*fut_then_fn)(struct fut_future *first,
-                                          void *ud);
+typedef struct fut_future *(*fut_then_fn)(struct fut_future *first, void *ud);
 
 /** fut_then: awaits 'first', calls fn(first, ud), then awaits the future fn
  * returned, in the same poll. Output: in the second future's struct;
@@ -170,7 +169,7 @@ typedef struct fut_future *(*fut_then_fn)(struct fut_future *first,
  * Cancel safety: that of 'first' until it is READY, then that of
  * 'second'; fn has either not run or run to its end. */
 struct fut_then {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;    /**< the future header (fut_poll, fut_drop) */
     struct fut_future *first;  /**< private */
     fut_then_fn fn;            /**< private */
     void *ud;                  /**< private */

@@ -30,11 +30,11 @@ FUT_BEGIN_DECLS
 
 /** fut's own codes live in a reserved range below every errno value
  * (libuv's UV__EOF trick): -4095 .. -4000. */
-#define FUT_ERRNO_MAP(X)                                                      \
-    X(ECLOSED, -4095, "the other side of the channel or cell is gone")        \
-    X(ELAGGED, -4094, "the receiver lagged and skipped messages")             \
-    X(EEMPTY, -4093, "nothing to receive right now")                          \
-    X(EFULL, -4092, "no room to send right now")                              \
+#define FUT_ERRNO_MAP(X)                                                     \
+    X(ECLOSED, -4095, "the other side of the channel or cell is gone")       \
+    X(ELAGGED, -4094, "the receiver lagged and skipped messages")            \
+    X(EEMPTY, -4093, "nothing to receive right now")                         \
+    X(EFULL, -4092, "no room to send right now")                             \
     X(ELOST, -4091, "another completer won the race")
 
 /** The result codes of the library: fut's own (FUT_ERRNO_MAP) and the
@@ -43,15 +43,15 @@ enum fut_errno {
 #define FUT__ERRNO_ENUM(name, val, msg) FUT_##name = (val),
     FUT_ERRNO_MAP(FUT__ERRNO_ENUM)
 #undef FUT__ERRNO_ENUM
-    FUT_ECANCELED = -ECANCELED, /**< cancelled (aborted, dropped) */
-    FUT_ETIMEDOUT = -ETIMEDOUT, /**< a deadline or timeout passed */
-    FUT_ENOMEM = -ENOMEM,       /**< an allocation failed */
-    FUT_EINVAL = -EINVAL,       /**< an invalid argument or state */
-    FUT_EAGAIN = -EAGAIN,       /**< try again (would block) */
-    FUT_EBUSY = -EBUSY,         /**< busy (e.g. a nested block_on) */
-    FUT_ESHUTDOWN = -ESHUTDOWN, /**< the runtime is shutting down */
-    FUT_ENOSYS = -ENOSYS,       /**< not available on this system/build */
-    FUT_EPERM = -EPERM          /**< not permitted */
+        FUT_ECANCELED = -ECANCELED, /**< cancelled (aborted, dropped) */
+    FUT_ETIMEDOUT = -ETIMEDOUT,     /**< a deadline or timeout passed */
+    FUT_ENOMEM = -ENOMEM,           /**< an allocation failed */
+    FUT_EINVAL = -EINVAL,           /**< an invalid argument or state */
+    FUT_EAGAIN = -EAGAIN,           /**< try again (would block) */
+    FUT_EBUSY = -EBUSY,             /**< busy (e.g. a nested block_on) */
+    FUT_ESHUTDOWN = -ESHUTDOWN,     /**< the runtime is shutting down */
+    FUT_ENOSYS = -ENOSYS,           /**< not available on this system/build */
+    FUT_EPERM = -EPERM              /**< not permitted */
 };
 
 /** A static, human-readable description of any fut result code (own codes
@@ -65,7 +65,8 @@ FUT_EXTERN const char *fut_err_name(int err);
 /** The lua_Alloc shape: allocate when ptr == NULL, free when nsize == 0,
  * resize otherwise. Must return NULL on failure (fut then returns
  * FUT_ENOMEM and leaks nothing). 'osize' is the size of the old block. */
-typedef void *(*fut_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
+typedef void *(*fut_alloc_fn)(void *ud, void *ptr, size_t osize,
+                              size_t nsize);
 
 /** Installs the allocator every allocation of fut goes through. fn == NULL
  * restores the default (malloc/realloc/free). Call it before any runtime
@@ -108,12 +109,15 @@ struct fut_waker_vtable {
 };
 
 struct fut_waker {
-    const void *data;                   /**< target, opaque to the holder */
-    const struct fut_waker_vtable *vt;  /**< NULL: no waker (an empty slot) */
+    const void *data;                  /**< target, opaque to the holder */
+    const struct fut_waker_vtable *vt; /**< NULL: no waker (an empty slot) */
 };
 
 /** An empty waker slot. */
-#define FUT_WAKER_NONE {0, 0}
+#define FUT_WAKER_NONE                                                       \
+    {                                                                        \
+        0, 0                                                                 \
+    }
 
 /** 1 when the slot '*w' holds a waker, 0 when it is empty. */
 static inline int fut_waker_is_set(const struct fut_waker *w)
@@ -191,10 +195,10 @@ FUT_EXTERN struct fut_waker fut_waker_noop(void);
  * Runtimes fill it in; a user's executor calls fut_context_init. */
 struct fut_context {
     /* public */
-    struct fut_waker waker;  /**< borrowed for the duration of the poll */
+    struct fut_waker waker; /**< borrowed for the duration of the poll */
     /* private */
-    int budget;              /**< polls of ready leaf futures left; <0 = no limit */
-    void *task;              /**< the fut task being polled, or NULL */
+    int budget; /**< polls of ready leaf futures left; <0 = no limit */
+    void *task; /**< the fut task being polled, or NULL */
 };
 
 /** Initialises 'cx' for a user's own executor: 'waker' (borrowed for the
@@ -312,8 +316,9 @@ static inline int fut_poll(struct fut_future *f, struct fut_context *cx)
 static inline void fut_drop(struct fut_future *f)
 {
     if (__builtin_expect(!f || !f->vt, 0))
-        fut__misuse("fut_drop", f ? "the future was never initialised"
-                                  : "the future is NULL", 0);
+        fut__misuse(
+            "fut_drop",
+            f ? "the future was never initialised" : "the future is NULL", 0);
     if (f->flags & FUT_F_DROPPED)
         return;
     f->flags |= FUT_F_DROPPED;
@@ -369,51 +374,51 @@ static inline int fut_is_ready(const struct fut_future *f)
 #define FUT__FALLTHROUGH ((void)0)
 #endif
 
-#define FUT_BEGIN(fp)                                                         \
-    switch ((fp)->resume) {                                                   \
+#define FUT_BEGIN(fp)                                                        \
+    switch ((fp)->resume) {                                                  \
     case 0:
 
 /** Awaits 'child' (a future pointer): polls it, returning FUT_PENDING from
  * the enclosing poll while it is pending; once it is ready, drops it (its
  * output stays readable in its struct) and continues. */
-#define FUT_AWAIT(fp, child)                                                  \
-    do {                                                                      \
-        (fp)->awaiting = FUT_AS_FUTURE(child);                                \
-        (fp)->resume = __LINE__;                                              \
-        FUT__FALLTHROUGH;                                                     \
-    case __LINE__:                                                            \
-        if (fut_poll((fp)->awaiting, cx) == FUT_PENDING)                      \
-            return FUT_PENDING;                                               \
-        fut_drop((fp)->awaiting);                                             \
-        (fp)->awaiting = 0;                                                   \
+#define FUT_AWAIT(fp, child)                                                 \
+    do {                                                                     \
+        (fp)->awaiting = FUT_AS_FUTURE(child);                               \
+        (fp)->resume = __LINE__;                                             \
+        FUT__FALLTHROUGH;                                                    \
+    case __LINE__:                                                           \
+        if (fut_poll((fp)->awaiting, cx) == FUT_PENDING)                     \
+            return FUT_PENDING;                                              \
+        fut_drop((fp)->awaiting);                                            \
+        (fp)->awaiting = 0;                                                  \
     } while (0)
 
 /** Returns FUT_PENDING once, having woken the task: the runtime polls its
  * other ready tasks first (tokio::task::yield_now). */
-#define FUT_YIELD(fp)                                                         \
-    do {                                                                      \
-        (fp)->resume = __LINE__;                                              \
-        fut_waker_wake_by_ref(&cx->waker);                                    \
-        return FUT_PENDING;                                                   \
-    case __LINE__:;                                                           \
+#define FUT_YIELD(fp)                                                        \
+    do {                                                                     \
+        (fp)->resume = __LINE__;                                             \
+        fut_waker_wake_by_ref(&cx->waker);                                   \
+        return FUT_PENDING;                                                  \
+    case __LINE__:;                                                          \
     } while (0)
 
 /** Completes the async function (store the output first). */
-#define FUT_RETURN(fp)                                                        \
-    do {                                                                      \
-        (fp)->resume = UINT32_MAX;                                            \
-        return FUT_READY;                                                     \
+#define FUT_RETURN(fp)                                                       \
+    do {                                                                     \
+        (fp)->resume = UINT32_MAX;                                           \
+        return FUT_READY;                                                    \
     } while (0)
 
 /** Closes the body of an async function's poll: completes it (store the
  * output first); resuming it after it returned aborts. */
-#define FUT_END(fp)                                                           \
-    (fp)->resume = UINT32_MAX;                                                \
-    return FUT_READY;                                                         \
-    default:                                                                  \
-        fut__assert_fail("async function resumed after it returned",          \
-                         __FILE__, __LINE__);                                 \
-        return FUT_READY;                                                     \
+#define FUT_END(fp)                                                          \
+    (fp)->resume = UINT32_MAX;                                               \
+    return FUT_READY;                                                        \
+    default:                                                                 \
+        fut__assert_fail("async function resumed after it returned",         \
+                         __FILE__, __LINE__);                                \
+        return FUT_READY;                                                    \
         }
 
 /** The generic drop of an async function: drops the awaited child. */
@@ -422,15 +427,15 @@ FUT_EXTERN void fut_async_drop(struct fut_future *f);
 /** Defines 'static const struct fut_future_vtable vtname' for an async
  * function. 'cleanup' (void (*)(struct fut_future *), or NULL) runs on drop
  * after the awaited child was dropped: release what the locals own there. */
-#define FUT_ASYNC_VTABLE(vtname, name, pollfn, cleanup)                       \
-    static void vtname##_drop(struct fut_future *f)                           \
-    {                                                                         \
-        void (*cl)(struct fut_future *) = (cleanup);                          \
-        fut_async_drop(f);                                                    \
-        if (cl)                                                               \
-            cl(f);                                                            \
-    }                                                                         \
-    static const struct fut_future_vtable vtname = {(pollfn), vtname##_drop,  \
+#define FUT_ASYNC_VTABLE(vtname, name, pollfn, cleanup)                      \
+    static void vtname##_drop(struct fut_future *f)                          \
+    {                                                                        \
+        void (*cl)(struct fut_future *) = (cleanup);                         \
+        fut_async_drop(f);                                                   \
+        if (cl)                                                              \
+            cl(f);                                                           \
+    }                                                                        \
+    static const struct fut_future_vtable vtname = {(pollfn), vtname##_drop, \
                                                     (name), 0}
 
 /* ---------------------------------------------------------- leaf futures */
@@ -439,7 +444,7 @@ FUT_EXTERN void fut_async_drop(struct fut_future *f);
  * cancel-safe (holds nothing). */
 struct fut_ready {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    intptr_t value; /**< output */
+    intptr_t value;         /**< output */
 };
 /** Initialises 'f', READY with 'value' on its first poll. */
 FUT_EXTERN void fut_ready_init(struct fut_ready *f, intptr_t value);
@@ -456,10 +461,10 @@ FUT_EXTERN void fut_pending_init(struct fut_pending *f);
 /** fut_lazy: calls fn(arg) on the first poll and is READY with its result.
  * Output: 'value'. cancel-safe (fn has not run, or has run to its end). */
 struct fut_lazy {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;    /**< the future header (fut_poll, fut_drop) */
     intptr_t (*fn)(void *arg); /**< called on the first poll */
     void *arg;                 /**< passed to fn */
-    intptr_t value; /**< output */
+    intptr_t value;            /**< output */
 };
 /** Initialises 'f' to call fn(arg) on its first poll. */
 FUT_EXTERN void fut_lazy_init(struct fut_lazy *f, intptr_t (*fn)(void *),
@@ -469,7 +474,7 @@ FUT_EXTERN void fut_lazy_init(struct fut_lazy *f, intptr_t (*fn)(void *),
  * cancel-safe. */
 struct fut_yield {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    int yielded; /**< private: 1 once it returned PENDING */
+    int yielded;            /**< private: 1 once it returned PENDING */
 };
 /** Initialises 'f': PENDING once, then READY. */
 FUT_EXTERN void fut_yield_init(struct fut_yield *f);

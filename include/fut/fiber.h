@@ -104,9 +104,9 @@ FUT_EXTERN void fut_fiber_opts_init(struct fut_fiber_opts *o);
  * spawn fibers with the calls below. */
 struct fut_fiber {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut__fiber *fb; /**< private */
-    intptr_t value;        /**< output */
-    int result;            /**< output */
+    struct fut__fiber *fb;  /**< private */
+    intptr_t value;         /**< output */
+    int result;             /**< output */
 };
 
 /** Spawns a fiber running fn(arg) on 'rt' (NULL: the runtime of the
@@ -119,7 +119,7 @@ struct fut_fiber {
  * when the stack cannot be mapped). On error fn does not run and 'arg'
  * is still the caller's; 'join' is an empty handle.
  * Thread: any (the fut_spawn rules). */
-#define fut_fiber_spawn(rt, fn, arg, opts, join)                              \
+#define fut_fiber_spawn(rt, fn, arg, opts, join)                             \
     fut_fiber_spawn_at((rt), (fn), (arg), (opts), (join), __FILE__, __LINE__)
 /** The function behind fut_fiber_spawn(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */
@@ -136,7 +136,7 @@ FUT_EXTERN int fut_fiber_spawn_at(struct fut_runtime *rt, fut_fiber_fn fn,
  * FUT_ECANCELED (the scope is cancelled); FUT_EINVAL, FUT_ESHUTDOWN,
  * FUT_ENOMEM as fut_fiber_spawn. On error fn does not run.
  * Thread: the scope's owner or a task of its tree. */
-#define fut_scope_fiber_spawn(s, fn, arg, opts)                               \
+#define fut_scope_fiber_spawn(s, fn, arg, opts)                              \
     fut_scope_fiber_spawn_at((s), (fn), (arg), (opts), __FILE__, __LINE__)
 /** The function behind fut_scope_fiber_spawn(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */
@@ -150,7 +150,7 @@ FUT_EXTERN int fut_scope_fiber_spawn_at(struct fut_scope *s, fut_fiber_fn fn,
  * Returns 0; FUT_ECANCELED (the fiber was cancelled: a shutdown); the
  * errors of fut_fiber_spawn and fut_block_on. Thread: not a runtime's
  * (the fut_block_on rules). */
-#define fut_fiber_run(rt, fn, arg, opts, value)                               \
+#define fut_fiber_run(rt, fn, arg, opts, value)                              \
     fut_fiber_run_at((rt), (fn), (arg), (opts), (value), __FILE__, __LINE__)
 /** The function behind fut_fiber_run(), which passes its call site as 'file'
  * and 'line' (for task dumps and debug reports). */
@@ -177,8 +177,7 @@ FUT_EXTERN intptr_t fut_fiber_value(const struct fut_join *j);
 #define fut_await(f) fut_await_at(FUT_AS_FUTURE(f), __FILE__, __LINE__)
 /** The function behind fut_await(), which passes its call site as 'file' and
  * 'line' (for task dumps and debug reports). */
-FUT_EXTERN int fut_await_at(struct fut_future *f, const char *file,
-                            int line);
+FUT_EXTERN int fut_await_at(struct fut_future *f, const char *file, int line);
 
 /** 1 when called on a fiber (fut_await may be used), else 0. */
 FUT_EXTERN int fut_in_fiber(void);
@@ -198,8 +197,8 @@ FUT_EXTERN int fut_in_fiber(void);
 FUT_EXTERN int fut_fiber_yield_at(const char *file, int line);
 
 /** fut_io_read: bytes read (> 0), 0 at end of stream, or -errno. */
-#define fut_read(io, buf, len) fut_read_at((io), (buf), (len), __FILE__,     \
-                                           __LINE__)
+#define fut_read(io, buf, len)                                               \
+    fut_read_at((io), (buf), (len), __FILE__, __LINE__)
 /** The function behind fut_read(), which passes its call site as 'file' and
  * 'line' (for task dumps and debug reports). */
 FUT_EXTERN ssize_t fut_read_at(struct fut_io *io, void *buf, size_t len,
@@ -207,7 +206,7 @@ FUT_EXTERN ssize_t fut_read_at(struct fut_io *io, void *buf, size_t len,
 
 /** fut_io_write_all: 'len', or -errno (part may have been written;
  * loses-data when cancelled midway). */
-#define fut_write_all(io, buf, len)                                           \
+#define fut_write_all(io, buf, len)                                          \
     fut_write_all_at((io), (buf), (len), __FILE__, __LINE__)
 /** The function behind fut_write_all(), which passes its call site as 'file'
  * and 'line' (for task dumps and debug reports). */
@@ -215,7 +214,7 @@ FUT_EXTERN ssize_t fut_write_all_at(struct fut_io *io, const void *buf,
                                     size_t len, const char *file, int line);
 
 /** fut_accept: 0 with '*conn' (yours to close), or -errno. */
-#define fut_accept(listener, conn)                                            \
+#define fut_accept(listener, conn)                                           \
     fut_accept_at((listener), (conn), __FILE__, __LINE__)
 /** The function behind fut_accept(), which passes its call site as 'file' and
  * 'line' (for task dumps and debug reports). */
@@ -224,7 +223,7 @@ FUT_EXTERN int fut_accept_at(struct fut_io *listener, struct fut_io **conn,
 
 /** fut_tcp_connect_init: 0 with '*conn' (yours to close), FUT_ETIMEDOUT
  * past 'deadline' (absolute, -1 = none), or -errno. */
-#define fut_connect(addr, len, deadline, conn)                                \
+#define fut_connect(addr, len, deadline, conn)                               \
     fut_connect_at((addr), (len), (deadline), (conn), __FILE__, __LINE__)
 /** The function behind fut_connect(), which passes its call site as 'file'
  * and 'line' (for task dumps and debug reports). */
@@ -257,7 +256,7 @@ FUT_EXTERN int fut_send_at(struct fut_mpsc_tx *tx, const void *msg,
 /** fut_timeout over 'f' with a deadline 'ns' from now (< 0: none): 0 once
  * 'f' completed (its output in its struct), FUT_ETIMEDOUT ('f' dropped
  * where it stood, C13), FUT_EINVAL (no driver). */
-#define fut_timeout_await(f, ns)                                              \
+#define fut_timeout_await(f, ns)                                             \
     fut_timeout_await_at(FUT_AS_FUTURE(f), (ns), __FILE__, __LINE__)
 /** The function behind fut_timeout_await(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */
@@ -269,7 +268,7 @@ FUT_EXTERN int fut_timeout_await_at(struct fut_future *f, int64_t ns,
  * FUT_ECANCELED when the token fired ('f' dropped where it stood) or the
  * fiber was cancelled. For graceful shutdown: a scope's children stop
  * at their next await once fut_shutdown cancels the token. */
-#define fut_await_token(f, token)                                             \
+#define fut_await_token(f, token)                                            \
     fut_await_token_at(FUT_AS_FUTURE(f), (token), __FILE__, __LINE__)
 /** The function behind fut_await_token(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */
@@ -281,7 +280,7 @@ FUT_EXTERN int fut_await_token_at(struct fut_future *f,
  * = its fn's return value, or FUT_ECANCELED (that fiber was cancelled, or
  * this one was: then the handle was dropped, which aborts the other).
  * The handle is spent afterwards (dropped). */
-#define fut_fiber_join(j, value)                                              \
+#define fut_fiber_join(j, value)                                             \
     fut_fiber_join_at((j), (value), __FILE__, __LINE__)
 /** The function behind fut_fiber_join(), which passes its call site as 'file'
  * and 'line' (for task dumps and debug reports). */

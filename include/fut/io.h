@@ -96,13 +96,13 @@ FUT_EXTERN int fut_io_shutdown(struct fut_io *io, int how);
  * (docs/io.md, "Buffer ownership"). */
 struct fut_io_read {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *io; /**< private */
-    void *buf;         /**< private */
-    size_t len;        /**< private */
-    int flags;         /**< private */
-    int op;            /**< private */
-    int waiting;       /**< private */
-    ssize_t result;    /**< output */
+    struct fut_io *io;      /**< private */
+    void *buf;              /**< private */
+    size_t len;             /**< private */
+    int flags;              /**< private */
+    int op;                 /**< private */
+    int waiting;            /**< private */
+    ssize_t result;         /**< output */
 };
 /** Initialises 'f' to read up to 'len' bytes of 'io' into 'buf' (borrowed
  * until READY or the drop). */
@@ -130,16 +130,16 @@ FUT_EXTERN void fut_io_recv_init(struct fut_io_read *f, struct fut_io *io,
  * submits a copy of the bytes; a drop cancels it, but the kernel may have
  * sent some or all of them already (docs/io.md). */
 struct fut_io_write {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *io;        /**< private */
-    const void *buf;          /**< private */
-    size_t len;               /**< private */
-    const struct iovec *iov;  /**< private */
-    int iovcnt;               /**< private */
-    int flags;                /**< private */
-    int op;                   /**< private */
-    int waiting;              /**< private */
-    ssize_t result;           /**< output */
+    struct fut_future base;  /**< the future header (fut_poll, fut_drop) */
+    struct fut_io *io;       /**< private */
+    const void *buf;         /**< private */
+    size_t len;              /**< private */
+    const struct iovec *iov; /**< private */
+    int iovcnt;              /**< private */
+    int flags;               /**< private */
+    int op;                  /**< private */
+    int waiting;             /**< private */
+    ssize_t result;          /**< output */
 };
 /** Initialises 'f' to write up to 'len' bytes of 'buf' (borrowed until
  * READY or the drop) to 'io'. */
@@ -160,12 +160,12 @@ FUT_EXTERN void fut_io_writev_init(struct fut_io_write *f, struct fut_io *io,
  * the stream's framing is then broken. */
 struct fut_io_write_all {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *io; /**< private */
-    const void *buf;   /**< private */
-    size_t len;        /**< private */
-    size_t done;       /**< read-only: bytes written so far */
-    int waiting;       /**< private */
-    ssize_t result;    /**< output */
+    struct fut_io *io;      /**< private */
+    const void *buf;        /**< private */
+    size_t len;             /**< private */
+    size_t done;            /**< read-only: bytes written so far */
+    int waiting;            /**< private */
+    ssize_t result;         /**< output */
 };
 /** Initialises 'f' to write all 'len' bytes of 'buf' (borrowed until
  * READY or the drop) to 'io'. */
@@ -180,11 +180,11 @@ FUT_EXTERN void fut_io_write_all_init(struct fut_io_write_all *f,
  * sender. cancel-safe (as read). */
 struct fut_io_recv_from {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *io;            /**< private */
-    void *buf;                    /**< private */
-    size_t len;                   /**< private */
-    int flags;                    /**< private */
-    int waiting;                  /**< private */
+    struct fut_io *io;      /**< private */
+    void *buf;              /**< private */
+    size_t len;             /**< private */
+    int flags;              /**< private */
+    int waiting;            /**< private */
     struct sockaddr_storage addr; /**< output */
     socklen_t addrlen;            /**< output */
     ssize_t result;               /**< output */
@@ -199,11 +199,11 @@ FUT_EXTERN void fut_io_recv_from_init(struct fut_io_recv_from *f,
  * 'result' = bytes sent, or -errno. cancel-safe (as write). */
 struct fut_io_send_to {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *io;            /**< private */
-    const void *buf;              /**< private */
-    size_t len;                   /**< private */
-    int flags;                    /**< private */
-    int waiting;                  /**< private */
+    struct fut_io *io;      /**< private */
+    const void *buf;        /**< private */
+    size_t len;             /**< private */
+    int flags;              /**< private */
+    int waiting;            /**< private */
     struct sockaddr_storage addr; /**< private */
     socklen_t addrlen;            /**< private */
     ssize_t result;               /**< output */
@@ -250,19 +250,18 @@ FUT_EXTERN void fut_io_send_to_init(struct fut_io_send_to *f,
  * queue); once running, dropping loses the value (loses-data unless
  * 'discard' releases it). */
 struct fut_blocking {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    intptr_t (*fn)(void *arg);                   /**< private */
-    void *arg;                                   /**< private */
-    void (*discard)(void *arg, intptr_t value);  /**< private */
-    void *job;                                   /**< private */
-    int result;                                  /**< output */
-    intptr_t value;                              /**< output */
+    struct fut_future base;    /**< the future header (fut_poll, fut_drop) */
+    intptr_t (*fn)(void *arg); /**< private */
+    void *arg;                 /**< private */
+    void (*discard)(void *arg, intptr_t value); /**< private */
+    void *job;                                  /**< private */
+    int result;                                 /**< output */
+    intptr_t value;                             /**< output */
 };
 /** Initialises 'f' to run fn(arg) on the blocking pool of the current
  * thread's runtime (submitted at the first poll). */
 FUT_EXTERN void fut_spawn_blocking_init(struct fut_blocking *f,
-                                        intptr_t (*fn)(void *arg),
-                                        void *arg);
+                                        intptr_t (*fn)(void *arg), void *arg);
 /** Sets the function that releases a value nobody took (see above); call
  * before the first poll. */
 FUT_EXTERN void fut_blocking_set_discard(struct fut_blocking *f,
@@ -282,18 +281,18 @@ FUT_EXTERN void fut_blocking_set_discard(struct fut_blocking *f,
  * reading at the current position: use an offset), a write's happen. */
 struct fut_fs {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    int op;            /**< private */
-    const char *path;  /**< private */
-    int fd;            /**< private */
+    int op;                 /**< private */
+    const char *path;       /**< private */
+    int fd;                 /**< private */
     /** private */
-    int flags, mode;   /**< private */
-    void *buf;         /**< private */
-    const void *cbuf;  /**< private */
-    size_t len;        /**< private */
-    int64_t offset;    /**< private */
-    struct stat *st;   /**< private */
-    void *job;         /**< private */
-    ssize_t result;    /**< output */
+    int flags, mode;  /**< private */
+    void *buf;        /**< private */
+    const void *cbuf; /**< private */
+    size_t len;       /**< private */
+    int64_t offset;   /**< private */
+    struct stat *st;  /**< private */
+    void *job;        /**< private */
+    ssize_t result;   /**< output */
 };
 /** open(path, flags | O_CLOEXEC, mode): result = the fd (yours to close). */
 FUT_EXTERN void fut_fs_open_init(struct fut_fs *f, const char *path,

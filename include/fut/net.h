@@ -33,8 +33,7 @@ FUT_EXTERN int fut_addr_parse(const char *host, int port,
                               struct sockaddr_storage *ss, socklen_t *len);
 /** The local / peer address of a socket. Returns 0 or -errno. */
 FUT_EXTERN int fut_io_local_addr(struct fut_io *io,
-                                 struct sockaddr_storage *ss,
-                                 socklen_t *len);
+                                 struct sockaddr_storage *ss, socklen_t *len);
 /** The peer address of a connected socket. Returns 0 or -errno. */
 FUT_EXTERN int fut_io_peer_addr(struct fut_io *io,
                                 struct sockaddr_storage *ss, socklen_t *len);
@@ -76,17 +75,17 @@ FUT_EXTERN int fut_tcp_listen(const struct sockaddr *addr, socklen_t len,
  * cancel-safe: a connection is taken from the kernel only in the poll
  * that returns it; a dropped accept leaves it in the backlog. */
 struct fut_accept {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *listener;       /**< private */
-    int waiting;                   /**< private */
-    int backoff_ms;                /**< private */
-    int backing_off;               /**< private */
-    long backoffs;                 /**< read-only: backoff waits so far */
-    struct fut_timer_entry timer;  /**< private */
-    int result;                    /**< output */
-    struct fut_io *conn;           /**< output */
-    struct sockaddr_storage peer;  /**< output */
-    socklen_t peerlen;             /**< output */
+    struct fut_future base;  /**< the future header (fut_poll, fut_drop) */
+    struct fut_io *listener; /**< private */
+    int waiting;             /**< private */
+    int backoff_ms;          /**< private */
+    int backing_off;         /**< private */
+    long backoffs;           /**< read-only: backoff waits so far */
+    struct fut_timer_entry timer; /**< private */
+    int result;                   /**< output */
+    struct fut_io *conn;          /**< output */
+    struct sockaddr_storage peer; /**< output */
+    socklen_t peerlen;            /**< output */
 };
 /** Initialises 'a' to accept on 'listener' (which must outlive it). */
 FUT_EXTERN void fut_accept_init(struct fut_accept *a,
@@ -99,8 +98,8 @@ FUT_EXTERN void fut_accept_init(struct fut_accept *a,
  * cancel-safe (as fut_accept). */
 struct fut_incoming {
     struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
-    struct fut_accept acc; /**< private */
-    int error;             /**< read-only: why the stream ended, or 0 */
+    struct fut_accept acc;  /**< private */
+    int error;              /**< read-only: why the stream ended, or 0 */
 };
 /** Initialises 's' to accept on 'listener' (which must outlive it). */
 FUT_EXTERN void fut_incoming_init(struct fut_incoming *s,
@@ -149,8 +148,8 @@ FUT_EXTERN int fut_unix_listen(const char *path, int backlog,
                                struct fut_io **out);
 /** Connects a Unix stream socket to 'path' (FUT_EINVAL when the path does
  * not fit sun_path: reported by the future). See fut_connect. */
-FUT_EXTERN void fut_unix_connect_init(struct fut_connect *c,
-                                      const char *path, int64_t deadline);
+FUT_EXTERN void fut_unix_connect_init(struct fut_connect *c, const char *path,
+                                      int64_t deadline);
 /** A Unix datagram socket bound to 'path' (NULL: unbound). Use
  * fut_io_send_to / fut_io_recv_from. */
 FUT_EXTERN int fut_unix_datagram_bind(const char *path, struct fut_io **out);
@@ -188,10 +187,10 @@ FUT_EXTERN int fut_signal_open(const int *sigs, int n, struct fut_io **out);
  * that returns it. */
 struct fut_signal_recv {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_io *io; /**< private */
-    int waiting;       /**< private */
-    int result;        /**< output */
-    int signo;         /**< output */
+    struct fut_io *io;      /**< private */
+    int waiting;            /**< private */
+    int result;             /**< output */
+    int signo;              /**< output */
 };
 /** Initialises 'f' over the signal handle 'sig' (fut_signal_open), which
  * must outlive it. */
@@ -225,14 +224,14 @@ FUT_EXTERN void fut_signal_stream_init(struct fut_signal_stream *s,
  * freed. */
 struct fut_getaddrinfo {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    const char *host;          /**< private */
-    const char *service;       /**< private */
-    int hints[4];              /**< private: flags, family, socktype,
+    const char *host;       /**< private */
+    const char *service;    /**< private */
+    int hints[4];           /**< private: flags, family, socktype,
                                   protocol */
-    int has_hints;             /**< private */
-    void *job;                 /**< private */
-    int result;                /**< output */
-    struct addrinfo *res;      /**< output */
+    int has_hints;          /**< private */
+    void *job;              /**< private */
+    int result;             /**< output */
+    struct addrinfo *res;   /**< output */
 };
 /** Initialises 'f' to resolve 'host' / 'service' with 'hints' (see
  * above: copied at the first poll). */

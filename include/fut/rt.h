@@ -67,7 +67,7 @@ struct fut_rt_config {
                              wait; 0 = 1024 */
     int64_t blocking_keepalive_ns; /**< idle pool threads exit after; 0 =
                                       10 s */
-    int io_backend;       /**< enum fut_io_backend_kind; 0 = AUTO */
+    int io_backend;                /**< enum fut_io_backend_kind; 0 = AUTO */
     int64_t park_spin_ns; /**< multi-thread: how long a worker that ran out of
                              work watches for a wake before it sleeps
                              (only while wakes have been coming soon after
@@ -152,11 +152,11 @@ FUT_EXTERN int fut_block_on(struct fut_runtime *rt, struct fut_future *f);
  * "Programming errors"). */
 struct fut_join {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_task *task; /**< private; NULL once detached or dropped */
-    int result;            /**< output */
-    uint32_t gen;          /**< private: debug builds' copy check */
+    struct fut_task *task;  /**< private; NULL once detached or dropped */
+    int result;             /**< output */
+    uint32_t gen;           /**< private: debug builds' copy check */
     /* private: where fut_join_output_to copies the output */
-    void *out_dst;           /**< private: fut_join_output_to's 'dst' */
+    void *out_dst; /**< private: fut_join_output_to's 'dst' */
     /** private: fut_join_output_to's 'offset' and 'len' */
     size_t out_off, out_len; /**< private: its 'offset' and 'len' */
 };
@@ -175,8 +175,8 @@ FUT_EXTERN void *fut_join_output(const struct fut_join *j);
 FUT_EXTERN void fut_join_output_to(struct fut_join *j, size_t offset,
                                    size_t len, void *dst);
 /** fut_join_output_to for 'member' of the task's future struct 'type'. */
-#define FUT_JOIN_OUTPUT(j, type, member, dst)                                 \
-    fut_join_output_to((j), offsetof(type, member),                           \
+#define FUT_JOIN_OUTPUT(j, type, member, dst)                                \
+    fut_join_output_to((j), offsetof(type, member),                          \
                        sizeof(((type *)0)->member), (dst))
 
 /** Requests cancellation: the task is dropped at once when it is idle and
@@ -212,13 +212,14 @@ FUT_EXTERN int fut_join_is_finished(const struct fut_join *j);
  * (and wakes it). Multi-thread: a spawn from a worker goes to that
  * worker's queues (its LIFO slot: it runs right after the spawning task's
  * poll unless stolen), one from any other thread to the global queue. */
-#define fut_spawn(rt, f, size, join)                                          \
+#define fut_spawn(rt, f, size, join)                                         \
     fut_spawn_at((rt), FUT_AS_FUTURE(f), (size), (join), __FILE__, __LINE__)
 /** The function behind fut_spawn(), which passes its call site as 'file' and
  * 'line' (for task dumps and debug reports). */
-FUT_EXTERN int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
-                            size_t size, struct fut_join *join,
-                            const char *file, int line);
+FUT_EXTERN int fut_spawn_at(struct fut_runtime *rt,
+                            const struct fut_future *f, size_t size,
+                            struct fut_join *join, const char *file,
+                            int line);
 
 /** Spawns a thread-affine task on the current thread's runtime (Tokio's
  * spawn_local): like fut_spawn, but on the multi-thread runtime the task
@@ -233,7 +234,7 @@ FUT_EXTERN int fut_spawn_at(struct fut_runtime *rt, const struct fut_future *f,
  * task to) nor from the thread running a current-thread runtime;
  * FUT_ESHUTDOWN; FUT_ENOMEM. On error nothing was copied and 'join' is
  * an empty handle. Thread: a runtime's thread (see above). */
-#define fut_spawn_local(f, size, join)                                        \
+#define fut_spawn_local(f, size, join)                                       \
     fut_spawn_local_at(FUT_AS_FUTURE(f), (size), (join), __FILE__, __LINE__)
 /** The function behind fut_spawn_local(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */
@@ -253,7 +254,8 @@ struct fut_rt_stats {
                               thread-affine tasks queued to it, counted
                               when the worker takes them) */
     uint64_t parks;        /**< times the runtime thread went to sleep */
-    uint64_t budget_yields;/**< polls that ended because the budget ran out */
+    uint64_t
+        budget_yields; /**< polls that ended because the budget ran out */
     /** multi-thread runtime (0 on the current-thread one) */
     uint64_t unparks;      /**< a sleeping worker woke up with work to do */
     uint64_t steals;       /**< successful steals from other workers */
@@ -263,7 +265,7 @@ struct fut_rt_stats {
     uint64_t park_spins;   /**< parks that watched for a wake before sleeping
                               (park_spin_ns) */
     uint64_t park_spin_hits; /**< of those, the ones a wake ended: no sleep */
-    uint64_t workers;      /**< worker threads (1 for current-thread; 1 in
+    uint64_t workers;        /**< worker threads (1 for current-thread; 1 in
                               one worker's statistics) */
     uint64_t park_spin_bound_ns; /**< the bound of the next park spin (ns;
                               0: the spin is off); in the totals the

@@ -92,10 +92,10 @@ enum fut_scope_policy {
  * are already in their destinations. */
 struct fut_scope {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    int result;         /**< output */
-    uint64_t failed;    /**< output */
-    uint64_t cancelled; /**< output */
-    uint64_t spawned;   /**< read-only */
+    int result;             /**< output */
+    uint64_t failed;        /**< output */
+    uint64_t cancelled;     /**< output */
+    uint64_t spawned;       /**< read-only */
     struct fut_token token; /**< private: use fut_scope_token */
     uintptr_t priv_[14];
 };
@@ -138,17 +138,18 @@ struct fut_scope_opts {
  * no output copy, no result destination, tag 0. */
 FUT_EXTERN void fut_scope_opts_init(struct fut_scope_opts *o);
 /** Sets o->result_off to 'member' (an int) of the child's struct 'type'. */
-#define FUT_SCOPE_RESULT(o, type, member)                                     \
+#define FUT_SCOPE_RESULT(o, type, member)                                    \
     ((o)->result_off = (uint32_t)offsetof(type, member))
 /** Sets o->value_off to 'member' (an intptr_t) of the child's struct
  * 'type'. */
-#define FUT_SCOPE_VALUE(o, type, member)                                      \
+#define FUT_SCOPE_VALUE(o, type, member)                                     \
     ((o)->value_off = (uint32_t)offsetof(type, member))
 /** Has 'member' of the child's struct 'type' copied to 'dst' when the
  * child completes (sets out_off, out_len, out_dst). */
-#define FUT_SCOPE_OUTPUT(o, type, member, dst)                                \
-    ((o)->out_off = (uint32_t)offsetof(type, member),                         \
-     (o)->out_len = (uint32_t)sizeof(((type *)0)->member), (o)->out_dst = (dst))
+#define FUT_SCOPE_OUTPUT(o, type, member, dst)                               \
+    ((o)->out_off = (uint32_t)offsetof(type, member),                        \
+     (o)->out_len = (uint32_t)sizeof(((type *)0)->member),                   \
+     (o)->out_dst = (dst))
 
 /** Spawns a copy of the future 'f' ('size' bytes, never polled, holding no
  * pointer into itself: the fut_spawn rules) as a child of 's'. 'opts' may
@@ -157,8 +158,8 @@ FUT_EXTERN void fut_scope_opts_init(struct fut_scope_opts *o);
  * fut_spawn. On error nothing was copied: 'f' is still the caller's.
  * Thread: the scope's owner or a task of its tree (see the top).
  * Futures above 4 KiB are staged through one temporary allocation. */
-#define fut_scope_spawn(s, f, size, opts)                                     \
-    fut_scope_spawn_at((s), FUT_AS_FUTURE(f), (size), (opts), __FILE__,       \
+#define fut_scope_spawn(s, f, size, opts)                                    \
+    fut_scope_spawn_at((s), FUT_AS_FUTURE(f), (size), (opts), __FILE__,      \
                        __LINE__)
 /** The function behind fut_scope_spawn(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */
@@ -201,10 +202,10 @@ struct fut_scope_done {
  * cancel-safe: a record is taken only by the poll that returns READY
  * with it. Thread: the scope's owner. */
 struct fut_scope_next {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_scope *scope;     /**< private */
-    int has;                     /**< output */
-    struct fut_scope_done done;  /**< output */
+    struct fut_future base;     /**< the future header (fut_poll, fut_drop) */
+    struct fut_scope *scope;    /**< private */
+    int has;                    /**< output */
+    struct fut_scope_done done; /**< output */
 };
 
 /** Initialises 'n' over 's' (which must outlive it). */
@@ -215,7 +216,7 @@ FUT_EXTERN void fut_scope_next_init(struct fut_scope_next *n,
  * child is outstanding (and END for ever after, C15: use fut_scope_next
  * to go on after new spawns). cancel-safe. Thread: the scope's owner. */
 struct fut_scope_stream {
-    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream base;  /**< the stream header (fut_stream_poll_next) */
     struct fut_scope *scope; /**< private */
 };
 
@@ -251,16 +252,16 @@ FUT_EXTERN void fut_scope_stream_init(struct fut_scope_stream *st,
  * poll. */
 struct fut_shutdown {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    int result;        /**< output */
-    int signo;         /**< output */
-    uint64_t dropped;  /**< output */
+    int result;             /**< output */
+    int signo;              /**< output */
+    uint64_t dropped;       /**< output */
     /* private */
     struct fut_scope *scope;   /**< private: the scope shut down */
     struct fut_token *trigger; /**< private: starts the shutdown, or NULL */
     int64_t grace_ns;          /**< private: the grace period */
     struct fut_io *sig;        /**< private: signals that start it, or NULL */
     int stage;                 /**< private: where it is (shutdown.c) */
-    uint64_t cancelled0;       /**< private: 'cancelled' when the grace ended */
+    uint64_t cancelled0; /**< private: 'cancelled' when the grace ended */
     struct fut_signal_recv rx; /**< private: waits for a signal */
     struct fut_token_wait tw;  /**< private: waits for the trigger */
     struct fut_sleep sleep;    /**< private: the grace period's timer */

@@ -158,7 +158,7 @@ typedef void (*fut_stream_map_fn)(const void *in, void *out, void *ud);
  * inner stream ends. PENDING when it is. Owns 'inner' (drop cascades).
  * Fields are private. */
 struct fut_stream_map {
-    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream base;   /**< the stream header (fut_stream_poll_next) */
     struct fut_stream *inner; /**< private: owned */
     fut_stream_map_fn fn;     /**< private */
     void *ud;                 /**< private: passed to fn */
@@ -185,7 +185,7 @@ typedef int (*fut_stream_pred_fn)(const void *item, void *ud);
  * or it ends; rejected items are gone. Owns 'inner'. Fields are
  * private. */
 struct fut_stream_filter {
-    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream base;   /**< the stream header (fut_stream_poll_next) */
     struct fut_stream *inner; /**< private: owned */
     fut_stream_pred_fn pred;  /**< private */
     void *ud;                 /**< private: passed to pred */
@@ -202,7 +202,7 @@ FUT_EXTERN void fut_stream_filter_init(struct fut_stream_filter *fl,
  * Owns 'inner' (dropped with the take, not when the count runs out).
  * Fields are private. */
 struct fut_stream_take {
-    struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
+    struct fut_stream base;   /**< the stream header (fut_stream_poll_next) */
     struct fut_stream *inner; /**< private: owned */
     size_t left;              /**< private: items still to pass on */
 };
@@ -227,12 +227,12 @@ typedef intptr_t (*fut_stream_fold_fn)(intptr_t acc, const void *item,
  * drop); none is pulled and lost in between. */
 struct fut_stream_fold {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_stream *s;      /**< private */
-    fut_stream_fold_fn fn;     /**< private */
-    void *ud;                  /**< private */
-    void *scratch;             /**< private: see fut_stream_map_init */
-    int done;                  /**< private */
-    intptr_t acc;              /**< output */
+    struct fut_stream *s;   /**< private */
+    fut_stream_fold_fn fn;  /**< private */
+    void *ud;               /**< private */
+    void *scratch;          /**< private: see fut_stream_map_init */
+    int done;               /**< private */
+    intptr_t acc;           /**< output */
     union fut_stream_item_buf buf; /**< private */
 };
 
@@ -255,13 +255,13 @@ typedef int (*fut_stream_each_fn)(const void *item, void *ud);
  * stream or fn has run on it ('count' says how many did). */
 struct fut_stream_for_each {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_stream *s;      /**< private */
-    fut_stream_each_fn fn;     /**< private */
-    void *ud;                  /**< private */
-    void *scratch;             /**< private */
-    int done;                  /**< private */
-    int result;                /**< output */
-    size_t count;              /**< output */
+    struct fut_stream *s;   /**< private */
+    fut_stream_each_fn fn;  /**< private */
+    void *ud;               /**< private */
+    void *scratch;          /**< private */
+    int done;               /**< private */
+    int result;             /**< output */
+    size_t count;           /**< output */
     union fut_stream_item_buf buf; /**< private */
 };
 
@@ -290,13 +290,13 @@ FUT_EXTERN void fut_stream_for_each_init(struct fut_stream_for_each *f,
  * (they were pulled from the stream). */
 struct fut_stream_collect {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_stream *s; /**< private */
-    size_t item_size;     /**< private: s->item_size */
-    size_t cap;           /**< private: items the buffer holds */
-    int done;             /**< private */
-    int result;           /**< output */
-    void *items;          /**< output: see above */
-    size_t len;           /**< output: items in 'items' */
+    struct fut_stream *s;   /**< private */
+    size_t item_size;       /**< private: s->item_size */
+    size_t cap;             /**< private: items the buffer holds */
+    int done;               /**< private */
+    int result;             /**< output */
+    void *items;            /**< output: see above */
+    size_t len;             /**< output: items in 'items' */
     union fut_stream_item_buf buf; /**< private: an item before it has room */
 };
 

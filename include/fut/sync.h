@@ -79,8 +79,7 @@ FUT_EXTERN uintptr_t fut_semaphore_available(const struct fut_semaphore *s);
  * FUT_EAGAIN when fewer than 'n' are free or when other acquirers are
  * queued (no barging past them); FUT_ECLOSED when the semaphore is
  * closed. On failure '*out' is an empty permit. Thread: any. */
-FUT_EXTERN int fut_semaphore_try_acquire(struct fut_semaphore *s,
-                                         uintptr_t n,
+FUT_EXTERN int fut_semaphore_try_acquire(struct fut_semaphore *s, uintptr_t n,
                                          struct fut_semaphore_permit *out);
 
 /** Gives the permits in '*p' back (waking queued acquirers, first come
@@ -115,10 +114,10 @@ FUT_EXTERN int fut_semaphore_is_closed(const struct fut_semaphore *s);
  * waiters - none is lost. Dropping it after READY leaves 'permit' with
  * the caller. */
 struct fut_semaphore_acquire {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_semaphore *sem;         /**< private */
-    struct fut_sync_waiter w;          /**< private */
-    int result;                        /**< output */
+    struct fut_future base;    /**< the future header (fut_poll, fut_drop) */
+    struct fut_semaphore *sem; /**< private */
+    struct fut_sync_waiter w;  /**< private */
+    int result;                /**< output */
     struct fut_semaphore_permit permit; /**< output */
 };
 
@@ -173,9 +172,9 @@ FUT_EXTERN int fut_mutex_is_locked(const struct fut_mutex *m);
  * queue; if the lock had just been handed to it, the lock goes to the
  * next waiter (or becomes free). */
 struct fut_mutex_lock {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_mutex *m;          /**< private */
-    struct fut_sync_waiter w;     /**< private */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
+    struct fut_mutex *m;      /**< private */
+    struct fut_sync_waiter w; /**< private */
     struct fut_mutex_guard guard; /**< output */
 };
 
@@ -241,9 +240,9 @@ FUT_EXTERN int fut_rwlock_downgrade(struct fut_rwlock_write_guard *w,
 /** The read-lock future. Output: 'guard'. Polls after READY return READY.
  * loses-position (as fut_mutex_lock: a grant already made is passed on). */
 struct fut_rwlock_read {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_rwlock *l;               /**< private */
-    struct fut_sync_waiter w;           /**< private */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
+    struct fut_rwlock *l;     /**< private */
+    struct fut_sync_waiter w; /**< private */
     struct fut_rwlock_read_guard guard; /**< output */
 };
 /** Initialises 'f' to lock 'l' for reading. Nothing happens before the
@@ -255,9 +254,9 @@ FUT_EXTERN void fut_rwlock_read_init(struct fut_rwlock_read *f,
  * loses-position: dropping it gives up its place; reader slots already
  * handed to it while it waited at the head go to the next waiters. */
 struct fut_rwlock_write {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_rwlock *l;                /**< private */
-    struct fut_sync_waiter w;            /**< private */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
+    struct fut_rwlock *l;     /**< private */
+    struct fut_sync_waiter w; /**< private */
     struct fut_rwlock_write_guard guard; /**< output */
 };
 /** Initialises 'f' to lock 'l' for writing. Nothing happens before the
@@ -297,7 +296,7 @@ FUT_EXTERN void fut_notify_waiters(struct fut_notify *n);
  * fut_notify_one that had already chosen it is passed on to the next
  * waiter (or stored as the permit), so no notification is lost. */
 struct fut_notified {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_notify *n;     /**< private */
     uintptr_t gen;            /**< private: notify_waiters calls seen */
     struct fut_sync_waiter w; /**< private */
@@ -329,7 +328,7 @@ FUT_EXTERN void fut_barrier_fini(struct fut_barrier *b);
  * its arrival (the barrier then waits for another party); dropping it
  * after the release changes nothing. */
 struct fut_barrier_wait {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
     struct fut_barrier *b;    /**< private */
     struct fut_sync_waiter w; /**< private */
     int is_leader;            /**< output */

@@ -61,9 +61,9 @@ FUT_EXTERN int fut_time_advance(int64_t ns);
  * new sleep for the same deadline gets back. */
 struct fut_sleep {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    int64_t deadline;             /**< read-only after the first poll */
-    int64_t duration;             /**< private: fut_sleep_init's, or -1 */
-    int result;                   /**< output */
+    int64_t deadline;       /**< read-only after the first poll */
+    int64_t duration;       /**< private: fut_sleep_init's, or -1 */
+    int result;             /**< output */
     struct fut_timer_entry timer; /**< private */
 };
 
@@ -92,11 +92,11 @@ FUT_EXTERN void fut_sleep_reset(struct fut_sleep *s, int64_t deadline);
  * else. Polls after READY return READY again.
  * Cancel safety: that of inner (the timer adds nothing to lose). */
 struct fut_timeout {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
-    struct fut_future *inner;     /**< private */
-    int64_t deadline;             /**< read-only */
-    int result;                   /**< output */
-    int armed;                    /**< private */
+    struct fut_future base;   /**< the future header (fut_poll, fut_drop) */
+    struct fut_future *inner; /**< private */
+    int64_t deadline;         /**< read-only */
+    int result;               /**< output */
+    int armed;                /**< private */
     struct fut_timer_entry timer; /**< private */
 };
 
@@ -132,10 +132,10 @@ enum fut_missed_tick {
  * it). */
 struct fut_interval {
     struct fut_stream base; /**< the stream header (fut_stream_poll_next) */
-    int64_t period;               /**< read-only */
-    int64_t next;                 /**< private: the next scheduled tick */
-    int missed;                   /**< read-only: enum fut_missed_tick */
-    int result;                   /**< read-only: FUT_EINVAL if it could not
+    int64_t period;         /**< read-only */
+    int64_t next;           /**< private: the next scheduled tick */
+    int missed;             /**< read-only: enum fut_missed_tick */
+    int result;             /**< read-only: FUT_EINVAL if it could not
                                      wait (no driver); the stream then ends */
     struct fut_timer_entry timer; /**< private */
 };
@@ -150,7 +150,7 @@ FUT_EXTERN int fut_interval_init(struct fut_interval *iv, int64_t start,
  * tick future leaves the interval as it was).
  * cancel-safe (as the interval). */
 struct fut_interval_tick {
-    struct fut_future base; /**< the future header (fut_poll, fut_drop) */
+    struct fut_future base;  /**< the future header (fut_poll, fut_drop) */
     struct fut_interval *iv; /**< private */
     int64_t tick;            /**< output */
     int result;              /**< output */

@@ -27,7 +27,7 @@ FUT_BEGIN_DECLS
 #define FUT_VERSION_PATCH 0
 /** The version of these headers as one number, (major << 16) | (minor << 8)
  * | patch: 0.1.0 is 0x000100. Compare it with fut_version(). */
-#define FUT_VERSION_HEX                                                       \
+#define FUT_VERSION_HEX                                                      \
     ((FUT_VERSION_MAJOR << 16) | (FUT_VERSION_MINOR << 8) | FUT_VERSION_PATCH)
 /** The version of these headers as a string, "major.minor.patch". */
 #define FUT_VERSION_STRING "0.1.0"

@@ -69,8 +69,8 @@ static int fs_make(struct fut_fs *f)
         extra = strlen(f->path) + 1;
     else if (f->op == FS_READ || f->op == FS_WRITE)
         extra = f->len;
-    struct fut__job *j = fut__job_new(sizeof(struct fs_job) + extra, fs_run,
-                                      fs_discard);
+    struct fut__job *j =
+        fut__job_new(sizeof(struct fs_job) + extra, fs_run, fs_discard);
     if (!j)
         return FUT_ENOMEM;
     struct fs_job *p = fut__job_payload(j);
@@ -127,8 +127,7 @@ static void fs_drop(struct fut_future *fb)
     f->job = NULL;
 }
 
-static const struct fut_future_vtable fs_vt = {fs_poll, fs_drop, "fs",
-                                               NULL};
+static const struct fut_future_vtable fs_vt = {fs_poll, fs_drop, "fs", NULL};
 
 static void fs_setup(struct fut_fs *f, int op)
 {
@@ -139,8 +138,7 @@ static void fs_setup(struct fut_fs *f, int op)
     f->offset = -1;
 }
 
-void fut_fs_open_init(struct fut_fs *f, const char *path, int flags,
-                      int mode)
+void fut_fs_open_init(struct fut_fs *f, const char *path, int flags, int mode)
 {
     FUT_ARG_VOID(f, "'f' is NULL");
     FUT_ARG_VOID(path, "'path' is NULL");
@@ -162,8 +160,8 @@ void fut_fs_read_init(struct fut_fs *f, int fd, void *buf, size_t len,
     f->offset = offset < 0 ? -1 : offset;
 }
 
-void fut_fs_write_init(struct fut_fs *f, int fd, const void *buf,
-                       size_t len, int64_t offset)
+void fut_fs_write_init(struct fut_fs *f, int fd, const void *buf, size_t len,
+                       int64_t offset)
 {
     FUT_ARG_VOID(f, "'f' is NULL");
     FUT_ARG_VOID(buf || !len, "'buf' is NULL");

@@ -35,10 +35,10 @@ enum { NEW, QUEUED, ROOM, RUNNING, DONE, DROPPED, DEAD };
 
 struct fut__pool {
     pthread_mutex_t lock;
-    pthread_cond_t work;  /* idle threads wait here */
-    pthread_cond_t gone;  /* fut__pool_free waits for the last thread */
-    struct fut__list queue;         /* queued jobs (fut__job.link) */
-    struct fut__list room;          /* jobs waiting for room */
+    pthread_cond_t work;    /* idle threads wait here */
+    pthread_cond_t gone;    /* fut__pool_free waits for the last thread */
+    struct fut__list queue; /* queued jobs (fut__job.link) */
+    struct fut__list room;  /* jobs waiting for room */
     size_t qlen, qcap;
     int threads, idle, max_threads;
     int64_t keepalive_ns;
@@ -413,8 +413,8 @@ static int blocking_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_blocking *f = (struct fut_blocking *)fb;
     if (!f->job) {
-        struct fut__job *j = fut__job_new(sizeof(struct user_job), user_run,
-                                          user_discard);
+        struct fut__job *j =
+            fut__job_new(sizeof(struct user_job), user_run, user_discard);
         if (!j) {
             f->result = FUT_ENOMEM;
             return FUT_READY;

@@ -73,10 +73,10 @@ enum {
 
 struct fut__cell {
     fut__aword state;
-    fut__aword wdata, wvt;  /* the poller's waker; see the ownership rules */
-    void *slot;             /* where the value's bytes live */
-    uint32_t size;          /* of the value */
-    uint32_t size_class;    /* oneshot: slab class of the block */
+    fut__aword wdata, wvt; /* the poller's waker; see the ownership rules */
+    void *slot;            /* where the value's bytes live */
+    uint32_t size;         /* of the value */
+    uint32_t size_class;   /* oneshot: slab class of the block */
 #ifdef FUT_MC_BUG_PLAIN_STORE
     fut__aword wflag; /* (b): a registration flag set with a plain store */
 #endif
@@ -172,8 +172,8 @@ static uintptr_t cell_register(struct fut__cell *c, uintptr_t s,
         do {
             if (s & (READY | TX_CLOSED))
                 return s;
-        } while (!fut__cas(&c->state, &s, s & ~(uintptr_t)WAKER,
-                           FUT__ACQUIRE, CONSUME_MO));
+        } while (!fut__cas(&c->state, &s, s & ~(uintptr_t)WAKER, FUT__ACQUIRE,
+                           CONSUME_MO));
         s &= ~(uintptr_t)WAKER;
         fut_waker_drop(&cur);
     }
@@ -373,7 +373,7 @@ struct fut__oneshot {
     /* value bytes follow, aligned for any type */
 };
 
-#define ONESHOT_HDR                                                           \
+#define ONESHOT_HDR                                                          \
     ((sizeof(struct fut__oneshot) + _Alignof(max_align_t) - 1) &             \
      ~(_Alignof(max_align_t) - 1))
 
@@ -574,8 +574,8 @@ void fut_oneshot_rx_drop(struct fut_oneshot_rx *rx)
      * first (it then owns the waker). */
     uintptr_t s = fut__load(&ch->cell.state, FUT__ACQUIRE);
     while ((s & WAKER) && !(s & (READY | TX_CLOSED))) {
-        if (fut__cas(&ch->cell.state, &s, s & ~(uintptr_t)WAKER,
-                     FUT__ACQUIRE, FUT__ACQUIRE)) {
+        if (fut__cas(&ch->cell.state, &s, s & ~(uintptr_t)WAKER, FUT__ACQUIRE,
+                     FUT__ACQUIRE)) {
             slot_drop(&ch->cell); /* the sender never used it */
             break;
         }

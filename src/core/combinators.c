@@ -102,8 +102,8 @@ static void join_all_drop(struct fut_future *f)
     drop_all(j->children, j->n);
 }
 
-static size_t join_all_children(struct fut_future *f,
-                                struct fut_future **out, size_t max)
+static size_t join_all_children(struct fut_future *f, struct fut_future **out,
+                                size_t max)
 {
     struct fut_join_all *j = (struct fut_join_all *)f;
     return list_live(j->children, j->n, out, max);
@@ -192,8 +192,8 @@ static void select2_drop(struct fut_future *f)
     drop_all(((struct fut_select2 *)f)->branch, 2);
 }
 
-static size_t select2_children(struct fut_future *f,
-                               struct fut_future **out, size_t max)
+static size_t select2_children(struct fut_future *f, struct fut_future **out,
+                               size_t max)
 {
     return list_live(((struct fut_select2 *)f)->branch, 2, out, max);
 }

@@ -317,8 +317,8 @@ static int collect_poll(struct fut_future *f, struct fut_context *cx)
             break;
         }
         int direct = c->len < c->cap;
-        void *dst = direct ? (char *)c->items + c->len * isz
-                           : (void *)c->buf.bytes;
+        void *dst =
+            direct ? (char *)c->items + c->len * isz : (void *)c->buf.bytes;
         int r = fut_stream_poll_next(c->s, cx, dst);
         if (r == FUT_PENDING)
             return FUT_PENDING;

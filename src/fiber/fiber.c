@@ -67,27 +67,27 @@ enum { F_NEW, F_SUSPENDED, F_RUNNING, F_DONE };
 #define IGNORED_CANCEL_REPORT 10000
 
 struct fut__fiber {
-    void *sp;                   /* the fiber's, while it is switched out */
-    void *caller_sp;            /* the poller's, while the fiber runs */
+    void *sp;        /* the fiber's, while it is switched out */
+    void *caller_sp; /* the poller's, while the fiber runs */
     struct fut__stack stack;
     fut_fiber_fn fn;
     void *arg;
-    intptr_t value;             /* fn's return value (DONE) */
-    struct fut_context *cx;     /* the poll running it; NULL in a drop */
-    struct fut__fiber *prev;    /* this thread's fiber before it (nested) */
-    struct fut_future *awaiting;/* what its fut_await polls now */
-    const char *await_file;     /* where that fut_await is */
+    intptr_t value;              /* fn's return value (DONE) */
+    struct fut_context *cx;      /* the poll running it; NULL in a drop */
+    struct fut__fiber *prev;     /* this thread's fiber before it (nested) */
+    struct fut_future *awaiting; /* what its fut_await polls now */
+    const char *await_file;      /* where that fut_await is */
     int await_line;
-    int state;                  /* F_* */
-    int cancelled;              /* every await returns FUT_ECANCELED */
-    unsigned long cancel_awaits;/* awaits since the cancel */
+    int state;                   /* F_* */
+    int cancelled;               /* every await returns FUT_ECANCELED */
+    unsigned long cancel_awaits; /* awaits since the cancel */
     const char *name;
     const char *spawn_file;
     int spawn_line;
 #ifdef FUT__ASAN
-    void *fake_fiber;           /* ASan fake stacks while switched out */
+    void *fake_fiber; /* ASan fake stacks while switched out */
     void *fake_caller;
-    const void *caller_bottom;  /* the stack we return to */
+    const void *caller_bottom; /* the stack we return to */
     size_t caller_size;
 #endif
 #ifdef FUT__TSAN
@@ -109,7 +109,8 @@ __attribute__((noinline, noipa))
 #else
 __attribute__((noinline))
 #endif
-static struct fut__fiber *current_fiber(void)
+static struct fut__fiber *
+current_fiber(void)
 {
     return tls_fiber;
 }
@@ -302,8 +303,7 @@ static int fiber_poll(struct fut_future *f, struct fut_context *cx)
     if (fb->state != F_DONE)
         return FUT_PENDING;
     ff->value = fb->value;
-    ff->result = fb->value < 0 && fb->value >= INT32_MIN ? (int)fb->value
-                                                         : 0;
+    ff->result = fb->value < 0 && fb->value >= INT32_MIN ? (int)fb->value : 0;
     ff->fb = NULL;
     fiber_free(fb);
     return FUT_READY;
@@ -390,8 +390,8 @@ int fut_fiber_spawn_at(struct fut_runtime *rt, fut_fiber_fn fn, void *arg,
     return r;
 }
 
-int fut_scope_fiber_spawn_at(struct fut_scope *s, fut_fiber_fn fn,
-                             void *arg, const struct fut_fiber_opts *opts,
+int fut_scope_fiber_spawn_at(struct fut_scope *s, fut_fiber_fn fn, void *arg,
+                             const struct fut_fiber_opts *opts,
                              const char *file, int line)
 {
     struct fut_fiber ff;

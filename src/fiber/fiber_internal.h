@@ -29,10 +29,10 @@
 /* One mapping: a guard page (PROT_NONE) at 'base', then 'usable' bytes
  * from 'lo' up; the stack grows down from lo + usable. */
 struct fut__stack {
-    void *base;    /* the mapping */
-    size_t size;   /* of the mapping: guard + usable */
-    char *lo;      /* lowest usable byte (just above the guard) */
-    size_t usable; /* bytes above the guard */
+    void *base;     /* the mapping */
+    size_t size;    /* of the mapping: guard + usable */
+    char *lo;       /* lowest usable byte (just above the guard) */
+    size_t usable;  /* bytes above the guard */
     unsigned vg_id; /* valgrind's id of the registered stack */
 };
 

@@ -77,8 +77,9 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     n = put_num(b, n, cap, (unsigned long)line);
     n = put(b, n, cap, ", ");
     n = put_num(b, n, cap, (unsigned long)usable);
-    n = put(b, n, cap, "-byte stack): give it a larger "
-                       "fut_fiber_opts.stack_size\n");
+    n = put(b, n, cap,
+            "-byte stack): give it a larger "
+            "fut_fiber_opts.stack_size\n");
     ssize_t w = write(2, b, n);
     (void)w;
     struct sigaction dfl;

@@ -80,9 +80,9 @@ static int stack_map(size_t usable, struct fut__stack *out)
 {
     size_t ps = page_size();
     size_t size = usable + ps;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                   -1, 0);
+    void *p =
+        mmap(NULL, size, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (p == MAP_FAILED)
         return FUT_ENOMEM;
     if (mprotect(p, ps, PROT_NONE) != 0) {

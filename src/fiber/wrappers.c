@@ -69,8 +69,7 @@ int fut_sleep_at(int64_t ns, const char *file, int line)
     return r != 0 ? r : s.result;
 }
 
-int fut_recv_at(struct fut_mpsc_rx *rx, void *out, const char *file,
-                int line)
+int fut_recv_at(struct fut_mpsc_rx *rx, void *out, const char *file, int line)
 {
     FUT_ARG_CHECK(rx, "'rx' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");

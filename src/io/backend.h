@@ -54,8 +54,7 @@ static inline unsigned fut__rd_of_poll(uint32_t e)
     if (e & 0x2000u) /* POLLRDHUP */
         r |= FUT__RD_READ | FUT__RD_RCLOSED;
     if (e & 0x010u) /* POLLHUP */
-        r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_RCLOSED |
-             FUT__RD_WCLOSED;
+        r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_RCLOSED | FUT__RD_WCLOSED;
     if (e & 0x008u) /* POLLERR */
         r |= FUT__RD_READ | FUT__RD_WRITE | FUT__RD_ERROR;
     return r;
@@ -79,15 +78,15 @@ enum fut__op_kind {
  * stack: nothing here must outlive the call). A backend that needs them
  * longer (io_uring) copies them into memory it owns. */
 struct fut__op {
-    int kind;                /* enum fut__op_kind */
-    int flags;               /* MSG_* for recv/send/recvfrom/sendto */
-    void *buf;               /* data to read into or write from */
+    int kind;  /* enum fut__op_kind */
+    int flags; /* MSG_* for recv/send/recvfrom/sendto */
+    void *buf; /* data to read into or write from */
     size_t len;
     const struct iovec *iov; /* WRITEV/SENDV */
     int iovcnt;
-    struct sockaddr *addr;   /* RECVFROM/ACCEPT: out; SENDTO: in */
-    socklen_t *alen;         /* in/out length of addr */
-    size_t want;             /* readiness: bytes asked for, for the
+    struct sockaddr *addr; /* RECVFROM/ACCEPT: out; SENDTO: in */
+    socklen_t *alen;       /* in/out length of addr */
+    size_t want;           /* readiness: bytes asked for, for the
                                 short-transfer rule (0: no rule) */
 };
 
@@ -119,8 +118,7 @@ struct fut__backend_vt {
     /* The future of the op in direction 'dir' was dropped while PENDING
      * (its waker is already out of the slot). Any thread, one at a time
      * with the polling thread. May be NULL. */
-    void (*op_drop)(struct fut__backend *b, struct fut__io *io,
-                    unsigned dir);
+    void (*op_drop)(struct fut__backend *b, struct fut__io *io, unsigned dir);
     /* Registers 'io' for readiness events (the first time a readiness
      * wait needs them; under io's lock). Returns 0 or a negative error. */
     int (*watch)(struct fut__backend *b, struct fut__io *io);

@@ -130,8 +130,7 @@ static int native(const struct fut__io *io, const struct fut__op *op)
     case FUT__OP_SEND:
     case FUT__OP_WRITEV:
     case FUT__OP_SENDV:
-        return io->kind == FUT__IO_STREAM &&
-               (op->flags & ~MSG_NOSIGNAL) == 0;
+        return io->kind == FUT__IO_STREAM && (op->flags & ~MSG_NOSIGNAL) == 0;
     case FUT__OP_ACCEPT:
         return io->kind == FUT__IO_LISTEN;
     default:
@@ -265,8 +264,8 @@ static int uring_watch(struct fut__backend *b, struct fut__io *io)
 /* Under f's lock, which it releases for the dispatch (the reactor's
  * lock comes before f's) and takes again: 'io' stays, since only this
  * thread frees it (the inbox's FORGET, or forget on a lone ring). */
-static void on_poll(struct fut__backend *b, struct uop *u, long res,
-                    int more, uint32_t tick)
+static void on_poll(struct fut__backend *b, struct uop *u, long res, int more,
+                    uint32_t tick)
 {
     struct fut__io *io = u->io;
     struct ufd *f = u->f;
@@ -485,8 +484,7 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
 
 /* One CQE of op 'u', under its fd's lock. */
 static void on_op_cqe(struct fut__backend *b, struct uop *u,
-                      const struct io_uring_cqe *cqe, int more,
-                      uint32_t tick)
+                      const struct io_uring_cqe *cqe, int more, uint32_t tick)
 {
     long res = cqe->res;
     struct fut__uring_faults *fx = faults();
@@ -513,8 +511,7 @@ static void on_op_cqe(struct fut__backend *b, struct uop *u,
          * forgotten): the op is redone by the next poll. */
         struct ufd *f = u->f;
         if (u->io) {
-            unsigned dir = u->kind == U_SEND ? FUT__DIR_WRITE
-                                             : FUT__DIR_READ;
+            unsigned dir = u->kind == U_SEND ? FUT__DIR_WRITE : FUT__DIR_READ;
             if (f->rd == u)
                 f->rd = NULL;
             if (f->wr == u)
@@ -731,8 +728,8 @@ static void ring_teardown(struct fut__backend *b)
     if (b->enabled || b->inflight) {
         fut__ur_ring_enable(b);
         struct io_uring_sqe *s = fut__ur_sqe_raw(b);
-        io_uring_prep_cancel(s, NULL, IORING_ASYNC_CANCEL_ANY |
-                                         IORING_ASYNC_CANCEL_ALL);
+        io_uring_prep_cancel(
+            s, NULL, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(s, UD_IGNORE);
         if (b->wake_armed) {
             s = fut__ur_sqe_raw(b);

@@ -61,8 +61,8 @@ int64_t fut__iodrv_now(struct fut__iodrv *d)
 /* The tick that 'now' is in (floor). */
 static uint64_t tick_at(struct fut__iodrv *d, int64_t now)
 {
-    return now <= d->origin ? 0 : (uint64_t)((now - d->origin) /
-                                             FUT__NS_PER_MS);
+    return now <= d->origin ? 0
+                            : (uint64_t)((now - d->origin) / FUT__NS_PER_MS);
 }
 
 /* The first tick at or after 'deadline' (ceil): never early. */
@@ -198,7 +198,6 @@ static int fire_timers(struct fut__iodrv *d, uint64_t now_tick)
 
 /* --------------------------------------------------------------- unpark */
 
-
 void fut__iodrv_unpark(struct fut__iodrv *d)
 {
     /* Acq_rel: what the caller published (a queued task) before
@@ -269,9 +268,9 @@ static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
     uint64_t next = fut__wheel_next(&d->wheel);
     int may_advance = d->paused && timeout_ns != 0 && next != UINT64_MAX &&
                       fut__load(&d->inhibit, FUT__RELAXED) == 0;
-    int64_t ns = may_advance ? 0
-                             : wait_ns(d, timeout_ns,
-                                       d->paused ? UINT64_MAX : next);
+    int64_t ns = may_advance
+                     ? 0
+                     : wait_ns(d, timeout_ns, d->paused ? UINT64_MAX : next);
     if (timeout_ns == 0 && !d->ios && !dead && next == UINT64_MAX &&
         !d->paused) {
         /* A look without sleeping (a scheduler's every-N-ticks poll) at
@@ -293,8 +292,8 @@ static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
     if (ns != 0) {
         fut__store(&d->holder_fd, (uintptr_t)evfd, FUT__RELAXED);
         /* Acq_rel: pairs with unpark's swap (see its comment). */
-        notified = fut__swap(&d->park_state, PARKED, FUT__ACQ_REL) ==
-                   NOTIFIED;
+        notified =
+            fut__swap(&d->park_state, PARKED, FUT__ACQ_REL) == NOTIFIED;
         if (notified)
             ns = 0;
     }
@@ -307,8 +306,7 @@ static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
         fut__mutex_unlock(&d->lock);
     }
     if (ns != 0 || notified || may_advance)
-        notified |= fut__swap(&d->park_state, IDLE, FUT__ACQ_REL) ==
-                    NOTIFIED;
+        notified |= fut__swap(&d->park_state, IDLE, FUT__ACQ_REL) == NOTIFIED;
 
     int fired = fire_timers(d, tick_at(d, fut__iodrv_now(d)));
     if (may_advance && !real && !notified && !fired)
@@ -515,8 +513,8 @@ static const struct fut__driver_vt drv_vt = {
     NULL,     NULL,       NULL,         NULL,     NULL};
 #ifdef FUT_HAVE_URING
 static const struct fut__driver_vt drv_rings_vt = {
-    drv_park,      drv_unpark,     drv_shutdown,    drv_free,
-    drv_idle,      drv_bind,       drv_park_ring,   drv_unpark_ring,
+    drv_park,        drv_unpark,    drv_shutdown,  drv_free,
+    drv_idle,        drv_bind,      drv_park_ring, drv_unpark_ring,
     drv_retire_ring, drv_ring_ready};
 
 /* One ring per worker, each with its wake eventfd; linked as one set. */
@@ -577,7 +575,8 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     if (r < 0)
         goto fail_evfd;
 #ifdef FUT_HAVE_URING
-    if (d->bvt == &fut__backend_uring && cfg->flavor != FUT_RT_CURRENT_THREAD) {
+    if (d->bvt == &fut__backend_uring &&
+        cfg->flavor != FUT_RT_CURRENT_THREAD) {
         r = make_rings(d, cfg->workers > 0 ? cfg->workers : 1);
         if (r < 0)
             goto fail_evfd;

@@ -21,10 +21,10 @@ _Static_assert(sizeof(uintptr_t) == 8, "fut's I/O layer needs 64-bit words");
 /* A timer: a wheel entry plus the waker to call and its state. Lives
  * inside the future (public storage: struct fut_timer_entry). */
 struct fut__timer {
-    struct fut__tentry e;    /* under the driver lock */
-    struct fut_waker waker;  /* under the driver lock */
-    fut__aword state;        /* TIMER_* below */
-    struct fut__iodrv *drv;  /* armed on; set by the poller */
+    struct fut__tentry e;   /* under the driver lock */
+    struct fut_waker waker; /* under the driver lock */
+    fut__aword state;       /* TIMER_* below */
+    struct fut__iodrv *drv; /* armed on; set by the poller */
 };
 
 enum {
@@ -64,15 +64,15 @@ typedef intptr_t (*fut__job_fn)(struct fut__job *j);
 typedef void (*fut__job_discard)(struct fut__job *j, intptr_t value);
 
 struct fut__job {
-    struct fut__list link;        /* pool's queue or room (pool lock) */
+    struct fut__list link; /* pool's queue or room (pool lock) */
     fut__job_fn fn;
     fut__job_discard discard;
-    intptr_t value;               /* written by the worker before DONE */
-    struct fut_waker waker;       /* under the pool lock */
+    intptr_t value;         /* written by the worker before DONE */
+    struct fut_waker waker; /* under the pool lock */
     struct fut__pool *pool;
-    struct fut__iodrv *drv;       /* for the paused clock's inhibit count */
-    fut__aword state;             /* JOB_* in pool.c */
-    size_t size;                  /* allocation size (payload included) */
+    struct fut__iodrv *drv; /* for the paused clock's inhibit count */
+    fut__aword state;       /* JOB_* in pool.c */
+    size_t size;            /* allocation size (payload included) */
     /* the caller's payload follows, aligned */
 };
 
@@ -115,15 +115,15 @@ struct fut__io;
 struct fut__iodrv {
     struct fut__driver base;
     const struct fut__backend_vt *bvt; /* the backend chosen at creation */
-    struct fut__backend *be; /* its state, private to its file */
-    int evfd;                /* the unpark eventfd, watched by the backend */
-    fut__aword park_state;   /* IDLE / PARKED / NOTIFIED (driver.c) */
-    uint32_t tick;           /* event tick; the parking thread only */
-    int paused;              /* virtual clock (static after creation) */
-    int64_t origin;          /* real time of tick 0 */
-    fut__aword vnow;         /* virtual now (ns); written under 'lock' */
-    fut__aword inhibit;      /* blocking jobs in flight (paused clock) */
-    fut__mutex lock;         /* guards the fields below */
+    struct fut__backend *be;           /* its state, private to its file */
+    int evfd;              /* the unpark eventfd, watched by the backend */
+    fut__aword park_state; /* IDLE / PARKED / NOTIFIED (driver.c) */
+    uint32_t tick;         /* event tick; the parking thread only */
+    int paused;            /* virtual clock (static after creation) */
+    int64_t origin;        /* real time of tick 0 */
+    fut__aword vnow;       /* virtual now (ns); written under 'lock' */
+    fut__aword inhibit;    /* blocking jobs in flight (paused clock) */
+    fut__mutex lock;       /* guards the fields below */
     struct fut__wheel wheel;
     uint64_t sleep_tick;     /* tick a blocking wait ends at, or MAX */
     struct fut__io *ios;     /* registered fds */
@@ -207,7 +207,7 @@ struct fut_io {
 };
 
 struct fut__io {
-    fut__aword readiness;        /* see above */
+    fut__aword readiness; /* see above */
     int fd;
     int kind;
     fut__mutex lock;             /* guards 'drv' (set once) and the slots */
@@ -225,9 +225,9 @@ struct fut__io {
                                     a listener's: the fds it accepted, as
                                     ints (closed with the io) */
     size_t spill_len, spill_off;
-    void *bstate[3];             /* the backend's per-fd state (its file
+    void *bstate[3];         /* the backend's per-fd state (its file
                                     says what; the polling thread) */
-    struct fut_io h, hr, hw;     /* the full handle and the two halves */
+    struct fut_io h, hr, hw; /* the full handle and the two halves */
 };
 
 /* Wraps 'fd' (already non-blocking). 'ready' = the readiness assumed at
@@ -291,8 +291,7 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
  * thread's driver (backend.h, 'op'): FUT_READY with '*res', or
  * FUT_PENDING. Without a driver on this thread the syscall is tried, and
  * an op that would block completes with FUT_EINVAL (io.h's rule). */
-static inline int fut__io_submit(struct fut__io *io,
-                                 const struct fut__op *op,
+static inline int fut__io_submit(struct fut__io *io, const struct fut__op *op,
                                  struct fut_context *cx, long *res)
 {
     struct fut__iodrv *d = fut__iodrv_current();

@@ -503,8 +503,7 @@ size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek)
 }
 
 /* The spilled bytes first, for the reads that take bytes from a stream. */
-static int take_spill(struct fut__io *io, const struct fut__op *op,
-                      long *res)
+static int take_spill(struct fut__io *io, const struct fut__op *op, long *res)
 {
     int fd;
     if (op->kind == FUT__OP_ACCEPT && io->kind == FUT__IO_LISTEN &&
@@ -550,8 +549,9 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN || n == -EWOULDBLOCK) {
-            fut__io_clear(io, dir == FUT__DIR_READ ? FUT__RD_READ
-                                                   : FUT__RD_WRITE, tick);
+            fut__io_clear(io,
+                          dir == FUT__DIR_READ ? FUT__RD_READ : FUT__RD_WRITE,
+                          tick);
             continue;
         }
         /* A short transfer on a stream socket or pipe means the kernel
@@ -562,8 +562,9 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
         if (n > 0 && (size_t)n < want &&
             (io->kind == FUT__IO_STREAM || io->kind == FUT__IO_PIPE) &&
             !fut__sys_shortened)
-            fut__io_clear(io, dir == FUT__DIR_READ ? FUT__RD_READ
-                                                   : FUT__RD_WRITE, tick);
+            fut__io_clear(io,
+                          dir == FUT__DIR_READ ? FUT__RD_READ : FUT__RD_WRITE,
+                          tick);
         *res = n;
         return FUT_READY;
     }

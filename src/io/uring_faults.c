@@ -46,10 +46,14 @@ static int errno_of(const char *s, size_t n, long *out)
     static const struct {
         const char *name;
         int err;
-    } names[] = {{"ECONNRESET", ECONNRESET}, {"EPIPE", EPIPE},
-                 {"ENOBUFS", ENOBUFS},       {"ECANCELED", ECANCELED},
-                 {"EAGAIN", EAGAIN},         {"EMFILE", EMFILE},
-                 {"ETIMEDOUT", ETIMEDOUT},   {"EIO", EIO},
+    } names[] = {{"ECONNRESET", ECONNRESET},
+                 {"EPIPE", EPIPE},
+                 {"ENOBUFS", ENOBUFS},
+                 {"ECANCELED", ECANCELED},
+                 {"EAGAIN", EAGAIN},
+                 {"EMFILE", EMFILE},
+                 {"ETIMEDOUT", ETIMEDOUT},
+                 {"EIO", EIO},
                  {"ECONNABORTED", ECONNABORTED}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i].name) == n && !memcmp(s, names[i].name, n)) {
@@ -159,8 +163,10 @@ static void parse_env(void)
             fut__aword_init(&rules[n_rules].count, 0);
             n_rules++;
         } else {
-            fut__report("uring-faults", "FUT_URING_FAULTS: bad rule '%.*s' "
-                        "(ignored)", (int)n, s);
+            fut__report("uring-faults",
+                        "FUT_URING_FAULTS: bad rule '%.*s' "
+                        "(ignored)",
+                        (int)n, s);
         }
         s += n + (comma != NULL);
     }

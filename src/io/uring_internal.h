@@ -24,16 +24,18 @@
 
 #define SQ_ENTRIES 256
 #define CQ_ENTRIES 4096
-#define BUF_COUNT 128      /* provided buffers per ring (power of two):
+#define BUF_COUNT                                                            \
+    128               /* provided buffers per ring (power of two):
                               the kernel takes them round-robin, so all
                               of them end up touched (resident): 512 KiB */
-#define BUF_SIZE 4096      /* bytes each */
+#define BUF_SIZE 4096 /* bytes each */
 #define BUF_GROUP 0
-#define COPY_MAX 65536     /* bytes of a write copied per op */
-#define SOLO_MAX 16384     /* bytes of a single-shot recv's own buffer */
+#define COPY_MAX 65536 /* bytes of a write copied per op */
+#define SOLO_MAX 16384 /* bytes of a single-shot recv's own buffer */
 #define QUEUE_MAX (8 * BUF_SIZE) /* queued bytes that pause a multishot */
-#define SMALL_BUF 2048     /* op buffers up to this come from a free list */
-#define ACCEPT_MAX 32      /* accepted fds queued that pause a multishot
+#define SMALL_BUF 2048 /* op buffers up to this come from a free list */
+#define ACCEPT_MAX                                                           \
+    32 /* accepted fds queued that pause a multishot
                               ACCEPT (the rest wait in the backlog) */
 
 /* user_data of CQEs that are not ops. */
@@ -61,26 +63,26 @@ struct ufd;
 
 /* One operation in the kernel's hands. */
 struct uop {
-    struct uop *next;      /* free list */
-    struct fut__io *io;    /* NULL once the fd is forgotten or the op
+    struct uop *next;   /* free list */
+    struct fut__io *io; /* NULL once the fd is forgotten or the op
                               orphaned: retire on the CQE */
-    struct ufd *f;         /* the fd's state (alive while this op is:
+    struct ufd *f;      /* the fd's state (alive while this op is:
                               f->nops counts it) */
-    uint8_t kind;          /* enum ukind */
-    uint8_t done;          /* single-shot: its CQE came ('res') */
-    uint8_t ended;         /* multishot: ended or cancelled by us */
-    int term;              /* multishot: a fault ends it with this code */
-    uint64_t gen;          /* b->gen at prep: unsubmitted while equal */
+    uint8_t kind;       /* enum ukind */
+    uint8_t done;       /* single-shot: its CQE came ('res') */
+    uint8_t ended;      /* multishot: ended or cancelled by us */
+    int term;           /* multishot: a fault ends it with this code */
+    uint64_t gen;       /* b->gen at prep: unsubmitted while equal */
     long res;
-    size_t len, off;       /* RECV: bytes received / copied out */
-    char *buf;             /* RECV, SEND: our buffer (fut__alloc) */
+    size_t len, off; /* RECV: bytes received / copied out */
+    char *buf;       /* RECV, SEND: our buffer (fut__alloc) */
     size_t cap;
     /* Shared rings, under f's lock: an op prepared by another thread
      * waits in the owner's inbox ('req') with its SQE in 'sqe'. */
-    uint8_t issued;        /* in the owner's SQ (or sent) */
-    uint8_t posted;        /* 'req' is in the owner's inbox */
-    uint8_t want_cancel;   /* the inbox is to cancel it */
-    uint8_t zombie;        /* retired while posted: the inbox frees it */
+    uint8_t issued;      /* in the owner's SQ (or sent) */
+    uint8_t posted;      /* 'req' is in the owner's inbox */
+    uint8_t want_cancel; /* the inbox is to cancel it */
+    uint8_t zombie;      /* retired while posted: the inbox frees it */
     struct ureq req;
     struct io_uring_sqe *sqe; /* posted by another thread: its SQE */
 };
@@ -100,31 +102,31 @@ struct acceptq {
 
 /* The backend's state of one fd (io->bstate[0]). */
 struct ufd {
-    struct uop *rd;        /* the single-shot RECV: in flight or done */
-    struct uop *ms;        /* the multishot RECV or ACCEPT while armed */
-    struct uop *wr;        /* SEND of the current writer */
-    struct uop *poll;      /* the watch's multishot POLL_ADD */
+    struct uop *rd;   /* the single-shot RECV: in flight or done */
+    struct uop *ms;   /* the multishot RECV or ACCEPT while armed */
+    struct uop *wr;   /* SEND of the current writer */
+    struct uop *poll; /* the watch's multishot POLL_ADD */
     struct chunk *head, *tail;
-    size_t queued;         /* bytes on the queue */
-    struct acceptq *aq;    /* a listener's fds accepted for nobody yet */
-    long end;              /* 1: not ended; 0: EOF; < 0: error (once;
+    size_t queued;              /* bytes on the queue */
+    struct acceptq *aq;         /* a listener's fds accepted for nobody yet */
+    long end;                   /* 1: not ended; 0: EOF; < 0: error (once;
                               a listener's after the fds queued first) */
-    int nobufs;            /* the multishot ran dry: next arm is solo */
-    struct fut_waker rw, ww; /* the native reader's and writer's wakers
+    int nobufs;                 /* the multishot ran dry: next arm is solo */
+    struct fut_waker rw, ww;    /* the native reader's and writer's wakers
                               (under 'lock' on a shared ring; readiness
                               waits use the fd's own slots) */
     struct fut__backend *owner; /* the ring its ops go to (fixed) */
-    int shared;            /* owner is one of several rings: a ufd_mt */
-    unsigned nops;         /* uops pointing here (u->f) */
-    int dead;              /* the io is gone: freed with the last op */
+    int shared;                 /* owner is one of several rings: a ufd_mt */
+    unsigned nops;              /* uops pointing here (u->f) */
+    int dead;                   /* the io is gone: freed with the last op */
 };
 
 /* The state of an fd on a shared ring: the lock and the requests. */
 struct ufd_mt {
     struct ufd f;
-    fut__mutex lock;       /* guards every field of 'f' */
-    int close_fd;          /* REQ_CLOSE: the fd the owner closes */
-    struct fut__io *io;    /* REQ_FORGET: the io the owner frees */
+    fut__mutex lock;    /* guards every field of 'f' */
+    int close_fd;       /* REQ_CLOSE: the fd the owner closes */
+    struct fut__io *io; /* REQ_FORGET: the io the owner frees */
     struct ureq close_req, forget_req;
 };
 
@@ -136,24 +138,24 @@ static inline struct ufd_mt *ufd_mt(struct ufd *f)
 struct fut__backend {
     struct io_uring ring;
     int wakefd;
-    int enabled;           /* R_DISABLED lifted */
-    pid_t owner;           /* the thread that enabled it */
-    uint64_t gen;          /* io_uring_enter calls that submitted */
-    unsigned inflight;     /* ops whose last CQE has not come */
+    int enabled;       /* R_DISABLED lifted */
+    pid_t owner;       /* the thread that enabled it */
+    uint64_t gen;      /* io_uring_enter calls that submitted */
+    unsigned inflight; /* ops whose last CQE has not come */
     struct io_uring_buf_ring *br;
-    char *bufs;            /* BUF_COUNT * BUF_SIZE, mmap'd */
+    char *bufs; /* BUF_COUNT * BUF_SIZE, mmap'd */
     struct uop *free_ops;
     struct chunk *free_chunks;
-    void *free_bufs;       /* SMALL_BUF buffers, linked through their
+    void *free_bufs; /* SMALL_BUF buffers, linked through their
                               first word */
     int wake_armed;
     /* --- a ring of a multi-thread runtime (one per worker) --- */
-    int shared;            /* 1: one of several rings (locks, inbox) */
+    int shared;                 /* 1: one of several rings (locks, inbox) */
     struct fut__backend *first; /* the set's first ring (its id) */
-    int index;             /* worker index */
-    int dead;              /* retired (its worker exited) */
-    uint32_t ptick;        /* readiness ticks of its poll CQEs (on_poll) */
-    fut__mutex ilock;      /* guards the inbox */
+    int index;                  /* worker index */
+    int dead;                   /* retired (its worker exited) */
+    uint32_t ptick;   /* readiness ticks of its poll CQEs (on_poll) */
+    fut__mutex ilock; /* guards the inbox */
     struct ureq *ihead, *itail;
     uint16_t ibids[BUF_COUNT]; /* provided buffers handed back */
     unsigned nbids;
@@ -250,9 +252,9 @@ static inline int ur_nothing(long res)
  * parked on f). */
 int fut__ur_recv(struct fut__backend *b, struct fut__io *io, struct ufd *f,
                  const struct fut__op *op, struct fut_context *cx, long *res);
-int fut__ur_accept(struct fut__backend *b, struct fut__io *io,
-                   struct ufd *f, const struct fut__op *op,
-                   struct fut_context *cx, long *res);
+int fut__ur_accept(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                   const struct fut__op *op, struct fut_context *cx,
+                   long *res);
 int fut__ur_send(struct fut__backend *b, struct fut__io *io, struct ufd *f,
                  const struct fut__op *op, struct fut_context *cx, long *res);
 /* A CQE of a multishot RECV / ACCEPT ('res': after the fault hook), on

@@ -93,9 +93,10 @@ static const char *why_of(int err)
 /* The opcodes backend_uring.c submits. */
 static int probe_opcodes(struct io_uring *ring)
 {
-    static const int need[] = {IORING_OP_RECV,         IORING_OP_SEND,
-                               IORING_OP_ACCEPT,       IORING_OP_POLL_ADD,
-                               IORING_OP_ASYNC_CANCEL, IORING_OP_PROVIDE_BUFFERS};
+    static const int need[] = {
+        IORING_OP_RECV,         IORING_OP_SEND,
+        IORING_OP_ACCEPT,       IORING_OP_POLL_ADD,
+        IORING_OP_ASYNC_CANCEL, IORING_OP_PROVIDE_BUFFERS};
     struct io_uring_probe *p = io_uring_get_probe_ring(ring);
     int r = p ? 0 : -ENOSYS;
     for (size_t i = 0; p && i < sizeof need / sizeof need[0]; i++)
@@ -127,8 +128,7 @@ static int ring_enable_raw(struct io_uring *ring)
  * buffer; the caller frees it after io_uring_queue_exit, which cancels the
  * RECV and drops the buffer ring. 0, -ENOSYS (missing), or the error of a
  * resource (socketpair). */
-static int probe_recv_multishot(struct io_uring *ring, char *page,
-                                size_t len)
+static int probe_recv_multishot(struct io_uring *ring, char *page, size_t len)
 {
     struct io_uring_buf_reg reg;
     memset(&reg, 0, sizeof reg);
@@ -214,9 +214,9 @@ static int probe_run(const char **why)
  * kernel (0, -ENOSYS, -EPERM, -EINVAL); a lack of fds or memory is not
  * kept, so a later runtime probes again. */
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
-static int probe_known;         /* under probe_mu */
-static int probe_err;           /* under probe_mu */
-static const char *probe_why;   /* under probe_mu */
+static int probe_known;       /* under probe_mu */
+static int probe_err;         /* under probe_mu */
+static const char *probe_why; /* under probe_mu */
 
 int fut__uring_probe(const char **why)
 {
@@ -247,7 +247,7 @@ void fut__uring_probe_forget(void)
 /* -------------------------------------------------------------- pools */
 
 struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
-                           int kind)
+                            int kind)
 {
     int mine = ur_mine(b);
     struct uop *u = mine ? b->free_ops : NULL;
@@ -447,7 +447,7 @@ void fut__ur_buf_return(struct fut__backend *b, uint16_t bid)
 }
 
 void fut__ur_chunk_push(struct fut__backend *b, struct ufd *f, uint16_t bid,
-                       uint32_t len)
+                        uint32_t len)
 {
     struct chunk *c = b->free_chunks;
     if (c)
@@ -535,7 +535,7 @@ struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b, struct uop *u)
 }
 
 void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
-                   struct uop *u)
+                    struct uop *u)
 {
     io_uring_sqe_set_data(s, u);
     if (s == u->sqe) { /* another thread's: the owner issues it */
@@ -582,9 +582,8 @@ int fut__ur_setup_bufs(struct fut__backend *b)
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (r == MAP_FAILED)
         return FUT_ENOMEM;
-    void *m = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE,
-                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                   0);
+    void *m = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
         munmap(r, rsz);
         return FUT_ENOMEM;
@@ -604,8 +603,8 @@ int fut__ur_setup_bufs(struct fut__backend *b)
         return e;
     }
     for (unsigned i = 0; i < BUF_COUNT; i++)
-        io_uring_buf_ring_add(b->br, b->bufs + (size_t)i * BUF_SIZE,
-                              BUF_SIZE, (unsigned short)i,
+        io_uring_buf_ring_add(b->br, b->bufs + (size_t)i * BUF_SIZE, BUF_SIZE,
+                              (unsigned short)i,
                               io_uring_buf_ring_mask(BUF_COUNT), (int)i);
     io_uring_buf_ring_advance(b->br, BUF_COUNT);
     return 0;

@@ -36,8 +36,8 @@ static void arm_multishot(struct fut__backend *b, struct fut__io *io,
 }
 
 /* A single-shot RECV into a buffer of the op's own. */
-static int arm_solo(struct fut__backend *b, struct fut__io *io,
-                    struct ufd *f, size_t want)
+static int arm_solo(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                    size_t want)
 {
     struct uop *u = fut__ur_uop_new(b, io, U_RECV);
     size_t cap = want < SOLO_MAX ? (want ? want : 1) : SOLO_MAX;
@@ -67,8 +67,8 @@ static size_t copy_out(struct fut__backend *b, struct ufd *f,
         size_t n = c->len - c->off;
         if (n > want - got)
             n = want - got;
-        memcpy((char *)op->buf + got, b->bufs + (size_t)c->bid * BUF_SIZE +
-                                          c->off, n);
+        memcpy((char *)op->buf + got,
+               b->bufs + (size_t)c->bid * BUF_SIZE + c->off, n);
         c->off += (uint32_t)n;
         got += n;
         f->queued -= n;
@@ -91,9 +91,8 @@ static size_t copy_out(struct fut__backend *b, struct ufd *f,
     return got;
 }
 
-int fut__ur_recv(struct fut__backend *b, struct fut__io *io,
-                 struct ufd *f, const struct fut__op *op,
-                 struct fut_context *cx, long *res)
+int fut__ur_recv(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                 const struct fut__op *op, struct fut_context *cx, long *res)
 {
     if (f->head || (f->rd && f->rd->done)) {
         if (!fut_coop_proceed(cx))
@@ -207,7 +206,7 @@ void fut__ur_on_recv_ms(struct fut__backend *b, struct uop *u,
             f->nobufs = 1;
             fut__fetch_add(&fut__uring_nobufs, 1, FUT__RELAXED);
         } else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
-                 res != -EINTR)
+                   res != -EINTR)
             f->end = res;
         wake(f, FUT__DIR_READ);
     }
@@ -249,9 +248,9 @@ static int arm_accept(struct fut__backend *b, struct fut__io *io,
     return 0;
 }
 
-int fut__ur_accept(struct fut__backend *b, struct fut__io *io,
-                   struct ufd *f, const struct fut__op *op,
-                   struct fut_context *cx, long *res)
+int fut__ur_accept(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                   const struct fut__op *op, struct fut_context *cx,
+                   long *res)
 {
     if ((f->aq && f->aq->n) || f->end != 1) {
         if (!fut_coop_proceed(cx))
@@ -348,9 +347,8 @@ static int copy_in(struct fut__backend *b, struct uop *u,
     return 0;
 }
 
-int fut__ur_send(struct fut__backend *b, struct fut__io *io,
-                 struct ufd *f, const struct fut__op *op,
-                 struct fut_context *cx, long *res)
+int fut__ur_send(struct fut__backend *b, struct fut__io *io, struct ufd *f,
+                 const struct fut__op *op, struct fut_context *cx, long *res)
 {
     struct uop *u = f->wr;
     if (u && u->done) {

@@ -37,8 +37,8 @@ static int dns_make(struct fut_getaddrinfo *f)
 {
     size_t hl = f->host ? strlen(f->host) + 1 : 0;
     size_t sl = f->service ? strlen(f->service) + 1 : 0;
-    struct fut__job *j = fut__job_new(sizeof(struct dns_job) + hl + sl,
-                                      dns_run, dns_discard);
+    struct fut__job *j =
+        fut__job_new(sizeof(struct dns_job) + hl + sl, dns_run, dns_discard);
     if (!j)
         return FUT_ENOMEM;
     struct dns_job *p = fut__job_payload(j);

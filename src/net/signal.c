@@ -34,9 +34,8 @@ int fut_signal_open(const int *sigs, int n, struct fut_io **out)
 /* One receive step: FUT_READY with f->result / f->signo set. */
 static int signal_step(struct fut_signal_recv *f, struct fut_context *cx)
 {
-    struct fut__io *io = f->io && (f->io->dir & FUT__DIR_READ)
-                             ? f->io->core
-                             : NULL;
+    struct fut__io *io =
+        f->io && (f->io->dir & FUT__DIR_READ) ? f->io->core : NULL;
     if (!io) {
         f->result = FUT_EINVAL;
         return FUT_READY;
@@ -44,8 +43,7 @@ static int signal_step(struct fut_signal_recv *f, struct fut_context *cx)
     /* The record lands in 'si' only inside the call that returns READY
      * (a completion backend reads into its own buffer and copies). */
     struct signalfd_siginfo si;
-    struct fut__op op = {.kind = FUT__OP_READ, .buf = &si,
-                         .len = sizeof si};
+    struct fut__op op = {.kind = FUT__OP_READ, .buf = &si, .len = sizeof si};
     long res;
     if (fut__io_submit(io, &op, cx, &res) == FUT_PENDING) {
         f->waiting = 1;

@@ -48,16 +48,16 @@ static int read_poll(struct fut_future *fb, struct fut_context *cx)
     }
     /* A datagram may be shorter than the buffer without draining the
      * socket, and a peek drains nothing: no short-transfer rule. */
-    struct fut__op op = {.kind = f->op == OP_READ ? FUT__OP_READ : FUT__OP_RECV,
-                         .flags = f->op == OP_PEEK ? f->flags | MSG_PEEK
-                                                   : f->flags,
-                         .buf = f->buf,
-                         .len = f->len};
+    struct fut__op op = {
+        .kind = f->op == OP_READ ? FUT__OP_READ : FUT__OP_RECV,
+        .flags = f->op == OP_PEEK ? f->flags | MSG_PEEK : f->flags,
+        .buf = f->buf,
+        .len = f->len};
     op.want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
     long res;
     int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
-                                                       : FUT_PENDING;
+                                                      : FUT_PENDING;
 }
 
 static void read_drop(struct fut_future *fb)
@@ -125,8 +125,7 @@ static struct fut__op write_op(const struct fut_io_write *f,
                                const struct fut__io *io, size_t want)
 {
     int sock = is_socket(io);
-    struct fut__op op = {.buf = (void *)f->buf, .len = f->len,
-                         .want = want};
+    struct fut__op op = {.buf = (void *)f->buf, .len = f->len, .want = want};
     switch (f->op) {
     case OP_SEND:
         op.kind = FUT__OP_SEND;
@@ -169,7 +168,7 @@ static int write_poll(struct fut_future *fb, struct fut_context *cx)
     long res;
     int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
-                                                       : FUT_PENDING;
+                                                      : FUT_PENDING;
 }
 
 static void write_drop(struct fut_future *fb)
@@ -240,9 +239,11 @@ static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
     while (f->done < f->len) {
         long res;
         size_t left = f->len - f->done;
-        struct fut__op op = {
-            .kind = is_socket(io) ? FUT__OP_SEND : FUT__OP_WRITE,
-            .buf = (char *)f->buf + f->done, .len = left, .want = left};
+        struct fut__op op = {.kind =
+                                 is_socket(io) ? FUT__OP_SEND : FUT__OP_WRITE,
+                             .buf = (char *)f->buf + f->done,
+                             .len = left,
+                             .want = left};
         if (fut__io_submit(io, &op, cx, &res) == FUT_PENDING) {
             f->waiting = 1;
             return FUT_PENDING;
@@ -295,14 +296,16 @@ static int recv_from_poll(struct fut_future *fb, struct fut_context *cx)
         f->result = FUT_EINVAL;
         return FUT_READY;
     }
-    struct fut__op op = {.kind = FUT__OP_RECVFROM, .flags = f->flags,
-                         .buf = f->buf, .len = f->len,
+    struct fut__op op = {.kind = FUT__OP_RECVFROM,
+                         .flags = f->flags,
+                         .buf = f->buf,
+                         .len = f->len,
                          .addr = (struct sockaddr *)&f->addr,
                          .alen = &f->addrlen};
     long res;
     int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
-                                                       : FUT_PENDING;
+                                                      : FUT_PENDING;
 }
 
 static void recv_from_drop(struct fut_future *fb)
@@ -343,14 +346,16 @@ static int send_to_poll(struct fut_future *fb, struct fut_context *cx)
         f->result = FUT_EINVAL;
         return FUT_READY;
     }
-    struct fut__op op = {.kind = FUT__OP_SENDTO, .flags = f->flags,
-                         .buf = (void *)f->buf, .len = f->len,
+    struct fut__op op = {.kind = FUT__OP_SENDTO,
+                         .flags = f->flags,
+                         .buf = (void *)f->buf,
+                         .len = f->len,
                          .addr = (struct sockaddr *)&f->addr,
                          .alen = &f->addrlen};
     long res;
     int step = fut__io_submit(io, &op, cx, &res);
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
-                                                       : FUT_PENDING;
+                                                      : FUT_PENDING;
 }
 
 static void send_to_drop(struct fut_future *fb)

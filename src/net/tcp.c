@@ -346,8 +346,8 @@ static int connect_start(struct fut_connect *c)
         c->result = fd;
         return FUT_READY;
     }
-    int r = fut__io_new(fd, FUT__IO_STREAM, FUT__RD_READ | FUT__RD_WRITE,
-                        &c->io);
+    int r =
+        fut__io_new(fd, FUT__IO_STREAM, FUT__RD_READ | FUT__RD_WRITE, &c->io);
     if (r < 0) {
         fut__sys_close(fd);
         c->result = r;

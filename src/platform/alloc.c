@@ -56,15 +56,15 @@ static fut_alloc_fn alloc_fn = default_alloc;
 static void *alloc_ud;
 
 struct counters {
-    fut__aword live;  /* blocks allocated minus freed by this thread */
-    fut__aword calls; /* allocation calls by this thread */
+    fut__aword live;       /* blocks allocated minus freed by this thread */
+    fut__aword calls;      /* allocation calls by this thread */
     struct fut__list link; /* on 'threads' */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Registered blocks, by 'link' (under lock). */
 static struct fut__list threads = {&threads, &threads};
-static long retired_live;          /* exited threads' sums (under lock) */
+static long retired_live; /* exited threads' sums (under lock) */
 static long retired_calls;
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;

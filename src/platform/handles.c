@@ -121,8 +121,9 @@ void fut__handle_check(const void *obj, uint32_t gen, const char *fn,
                        const void *caller)
 {
     if (gen != 0 && !reg_live(obj, gen, 0))
-        fut__misuse(fn, "this handle was given up already (a copy of a "
-                        "handle used after the original was dropped?)",
+        fut__misuse(fn,
+                    "this handle was given up already (a copy of a "
+                    "handle used after the original was dropped?)",
                     caller);
 }
 
@@ -130,8 +131,9 @@ void fut__handle_end(const void *obj, uint32_t gen, const char *fn,
                      const void *caller)
 {
     if (gen != 0 && !reg_live(obj, gen, 1))
-        fut__misuse(fn, "this handle was given up already (a copy of a "
-                        "handle used after the original was dropped?)",
+        fut__misuse(fn,
+                    "this handle was given up already (a copy of a "
+                    "handle used after the original was dropped?)",
                     caller);
 }
 

@@ -31,7 +31,8 @@ static void futex_wait(fut__futex_word *addr, uint32_t val, int64_t ns)
         ts.tv_nsec = ns % 1000000000;
         tp = &ts;
     }
-    syscall(SYS_futex, fut__futex_addr(addr), FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+    syscall(SYS_futex, fut__futex_addr(addr), FUTEX_WAIT_PRIVATE, val, tp,
+            NULL, 0);
 }
 
 void fut__parker_park(struct fut__parker *p, int64_t timeout_ns)

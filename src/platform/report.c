@@ -17,8 +17,8 @@
 const char *fut_strerror(int err)
 {
     switch (err) {
-#define FUT__ERRNO_MSG(name, val, msg)                                        \
-    case (val):                                                               \
+#define FUT__ERRNO_MSG(name, val, msg)                                       \
+    case (val):                                                              \
         return (msg);
         FUT_ERRNO_MAP(FUT__ERRNO_MSG)
 #undef FUT__ERRNO_MSG
@@ -34,8 +34,8 @@ const char *fut_strerror(int err)
 const char *fut_err_name(int err)
 {
     switch (err) {
-#define FUT__ERRNO_NAME(name, val, msg)                                       \
-    case (val):                                                               \
+#define FUT__ERRNO_NAME(name, val, msg)                                      \
+    case (val):                                                              \
         return "FUT_" #name;
         FUT_ERRNO_MAP(FUT__ERRNO_NAME)
 #undef FUT__ERRNO_NAME
@@ -105,8 +105,9 @@ static int caller_line(const char *obj, uintptr_t off, char *out, size_t n)
         return -1;
     char cmd[1200];
     /* 'off' is a return address: the call is the byte before it. */
-    snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%" PRIxPTR
-             " 2>/dev/null", obj, off - 1);
+    snprintf(cmd, sizeof cmd,
+             "addr2line -C -f -i -e '%s' 0x%" PRIxPTR " 2>/dev/null", obj,
+             off - 1);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;

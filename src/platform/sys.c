@@ -70,8 +70,8 @@ void fut__sys_after(int op, int fd, long res)
 
 int fut__sys_inject(const struct fut__sys_fault *f)
 {
-    if (!f || f->op < FUT__SYS_ANY || f->op >= FUT__SYS_NOPS ||
-        f->err > 0 || (f->err == 0 && f->max_len == 0))
+    if (!f || f->op < FUT__SYS_ANY || f->op >= FUT__SYS_NOPS || f->err > 0 ||
+        (f->err == 0 && f->max_len == 0))
         return FUT_EINVAL;
     pthread_mutex_lock(&lock);
     if (nrules == MAX_RULES) {
@@ -299,8 +299,8 @@ int fut__sys_socket(int domain, int type, int proto)
 int fut__sys_socketpair(int domain, int type, int proto, int sv[2])
 {
     FUT__SYS_ENTER(FUT__SYS_SOCKETPAIR, -1, NULL);
-    int r = socketpair(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto,
-                       sv);
+    int r =
+        socketpair(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto, sv);
     RET(r);
 }
 
@@ -394,8 +394,7 @@ static int epoll_wait_ns(int epfd, struct epoll_event *evs, int max,
                          int64_t timeout_ns)
 {
 #ifdef SYS_epoll_pwait2
-    if (timeout_ns > 0 &&
-        fut__load(&have_pwait2, FUT__RELAXED)) {
+    if (timeout_ns > 0 && fut__load(&have_pwait2, FUT__RELAXED)) {
         struct timespec ts = {(time_t)(timeout_ns / 1000000000),
                               (long)(timeout_ns % 1000000000)};
         long r = syscall(SYS_epoll_pwait2, epfd, evs, max, &ts, NULL, 0);
@@ -476,8 +475,7 @@ int fut__sys_fsync(int fd)
 }
 
 int fut__sys_getaddrinfo(const char *host, const char *serv,
-                         const struct addrinfo *hints,
-                         struct addrinfo **res)
+                         const struct addrinfo *hints, struct addrinfo **res)
 {
     FUT__SYS_ENTER(FUT__SYS_GETADDRINFO, -1, NULL);
     int r = getaddrinfo(host, serv, hints, res);

@@ -100,8 +100,7 @@ long fut__sys_injected(void);
  * while armed, with the call's result, on the calling thread (used to
  * make an event land at an exact point, e.g. right after an EAGAIN).
  * Arms the shim while set. */
-void fut__sys_set_hook(int op, void (*fn)(int op, int fd, long res,
-                                          void *ud),
+void fut__sys_set_hook(int op, void (*fn)(int op, int fd, long res, void *ud),
                        void *ud);
 /* Runs the hook, if any (the wrappers call it). */
 void fut__sys_after(int op, int fd, long res);
@@ -119,13 +118,13 @@ extern fut__aword fut__sys_armed;
 extern _Thread_local int fut__sys_shortened;
 
 /* The common entry of every wrapper. */
-#define FUT__SYS_ENTER(op, fd, lenp)                                          \
-    do {                                                                      \
-        if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED))) {         \
-            long res_;                                                        \
-            if (fut__sys_intercept((op), (fd), (lenp), &res_))                \
-                return res_;                                                  \
-        }                                                                     \
+#define FUT__SYS_ENTER(op, fd, lenp)                                         \
+    do {                                                                     \
+        if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED))) {        \
+            long res_;                                                       \
+            if (fut__sys_intercept((op), (fd), (lenp), &res_))               \
+                return res_;                                                 \
+        }                                                                    \
     } while (0)
 
 ssize_t fut__sys_read(int fd, void *buf, size_t len);
@@ -179,7 +178,6 @@ int fut__sys_fsync(int fd);
 /* getaddrinfo with its EAI_* code mapped to a -errno value (see
  * fut_getaddrinfo in net.h for the table). */
 int fut__sys_getaddrinfo(const char *host, const char *serv,
-                         const struct addrinfo *hints,
-                         struct addrinfo **res);
+                         const struct addrinfo *hints, struct addrinfo **res);
 
 #endif /* FUT_PLATFORM_SYS_H */

@@ -69,8 +69,7 @@ static inline struct fut_task *fut__lifo_push(struct fut__lifo *l,
     }
     /* Acquire: the displaced task, if a thief did not take it. (We may
      * see our own old store after a thief emptied it: the swap finds 0.) */
-    return (struct fut_task *)fut__swap(&l->task, (uintptr_t)t,
-                                        FUT__ACQ_REL);
+    return (struct fut_task *)fut__swap(&l->task, (uintptr_t)t, FUT__ACQ_REL);
 }
 
 /* Owner, between polls (after its release store of 'done'): the task in
@@ -134,8 +133,8 @@ static inline struct fut_task *fut__lifo_steal(struct fut__lifo *l,
 #endif
     }
     /* Acquire: pairs with the owner's release push. */
-    struct fut_task *t = (struct fut_task *)fut__swap(&l->task, 0,
-                                                      FUT__ACQ_REL);
+    struct fut_task *t =
+        (struct fut_task *)fut__swap(&l->task, 0, FUT__ACQ_REL);
     if (asym)
         fut__store(&l->thief, 0, FUT__RELEASE);
     return t;

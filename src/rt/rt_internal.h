@@ -15,18 +15,18 @@ struct fut__sched;
 /* One allocation: this header, then the future's bytes (aligned). In
  * release builds the header is exactly 64 bytes. */
 struct fut_task {
-    fut__aword state;              /* see task.c's rules block */
-    struct fut_task *next;         /* run-queue link (scheduler-owned) */
-    struct fut__list owned;        /* list of live tasks (shutdown) */
-    struct fut__sched *sched;      /* who polls it */
-    struct fut_waker join_waker;   /* join handle's waker (JOIN_WAKER) */
-    uint32_t size_class;           /* allocator class, 0 = direct */
-    uint16_t cancelled;            /* output is FUT_ECANCELED */
-    uint16_t flags;                /* TASK_F_* (static after spawn) */
+    fut__aword state;            /* see task.c's rules block */
+    struct fut_task *next;       /* run-queue link (scheduler-owned) */
+    struct fut__list owned;      /* list of live tasks (shutdown) */
+    struct fut__sched *sched;    /* who polls it */
+    struct fut_waker join_waker; /* join handle's waker (JOIN_WAKER) */
+    uint32_t size_class;         /* allocator class, 0 = direct */
+    uint16_t cancelled;          /* output is FUT_ECANCELED */
+    uint16_t flags;              /* TASK_F_* (static after spawn) */
 #ifdef FUT_DEBUG
-    const char *spawn_file;        /* spawn site, for reports */
+    const char *spawn_file; /* spawn site, for reports */
     int spawn_line;
-    fut__aword waker_refs;         /* live waker clones (C7 check) */
+    fut__aword waker_refs; /* live waker clones (C7 check) */
 #endif
 };
 
@@ -43,7 +43,7 @@ static inline int fut__task_is_local(const struct fut_task *t)
     return (t->flags & TASK_F_LOCAL) != 0;
 }
 
-#define FUT__TASK_HDR                                                         \
+#define FUT__TASK_HDR                                                        \
     ((sizeof(struct fut_task) + _Alignof(max_align_t) - 1) &                 \
      ~(_Alignof(max_align_t) - 1))
 
@@ -173,7 +173,7 @@ struct fut__sched {
     const struct fut__sched_vt *vt;
     struct fut_runtime *rt;
     struct fut__driver *driver; /* NULL: futex parking only */
-    int64_t slow_poll_ns; /* debug: report longer polls (-1: never) */
+    int64_t slow_poll_ns;       /* debug: report longer polls (-1: never) */
 };
 
 /* The runtime handle (fut_runtime_new): its scheduler, which frees it

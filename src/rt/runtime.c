@@ -72,12 +72,14 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
 #if defined(FUT_DEBUG) && !defined(FUT_MODEL_CHECK)
 /* FUT_RT_CHECK / FUT_RT_LIVE (internal.h): the registry before 'rt' is
  * read (its memory may be gone), then its 'freed' flag. */
-void fut__rt_check(const struct fut_runtime *rt, int freed_ok,
-                   const char *fn, const void *caller)
+void fut__rt_check(const struct fut_runtime *rt, int freed_ok, const char *fn,
+                   const void *caller)
 {
     if (!fut__rt_reg_live(rt))
-        fut__misuse(fn, "not a live runtime (freed, or never made by "
-                        "fut_runtime_new)", caller);
+        fut__misuse(fn,
+                    "not a live runtime (freed, or never made by "
+                    "fut_runtime_new)",
+                    caller);
     if (!freed_ok && rt->freed)
         fut__misuse(fn, "the runtime was freed already (fut_runtime_free)",
                     caller);
@@ -87,15 +89,17 @@ void fut__rt_check(const struct fut_runtime *rt, int freed_ok,
 void fut_runtime_free(struct fut_runtime *rt)
 {
     if (!rt)
-        return; /* like free(NULL) */
+        return;       /* like free(NULL) */
     FUT_RT_CHECK(rt); /* before reading 'rt': it may be gone */
     if (rt->freed) {
         FUT_MISUSE("the runtime was freed already");
         return;
     }
     if (fut__tls_sched == rt->sched) /* it would wait for itself */
-        fut__misuse(__func__, "called from inside fut_block_on or a task "
-                              "of the same runtime", FUT__CALLER);
+        fut__misuse(__func__,
+                    "called from inside fut_block_on or a task "
+                    "of the same runtime",
+                    FUT__CALLER);
     rt->freed = 1;
     FUT_HANDLE_END(rt, rt->gen, __func__);
     /* Both flavors free 'rt' with the scheduler's memory. */

@@ -52,7 +52,7 @@ struct ct_sched {
     int event_interval;
     int shutting_down;
     int shut_down; /* refs converted: every free now counts in 'refs' */
-    int countdown;                /* tasks until the next remote check */
+    int countdown; /* tasks until the next remote check */
     /* any thread */
     fut__mutex lock;
     struct fut_task *rhead, *rtail; /* remote queue (under lock) */
@@ -70,7 +70,8 @@ struct ct_sched {
     struct fut__blockpool pool;          /* oneshots etc. from the slab */
 };
 
-#define TASK_F_FOREIGN 4u /* spawned off the runtime thread: counted in refs */
+#define TASK_F_FOREIGN                                                       \
+    4u /* spawned off the runtime thread: counted in refs */
 #define BIAS ((uintptr_t)1 << 40)
 
 static struct ct_sched *ct_of(struct fut__sched *s)
@@ -354,8 +355,8 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
     size_t bytes = FUT__TASK_HDR + size;
     if (bytes >= DIRECT)
         return FUT_EINVAL;
-    struct fut_task *t = local ? fut__slab_alloc(&c->slab, bytes, &cls)
-                               : fut__alloc(bytes);
+    struct fut_task *t =
+        local ? fut__slab_alloc(&c->slab, bytes, &cls) : fut__alloc(bytes);
     if (!t)
         return FUT_ENOMEM;
     memcpy(fut__task_future(t), f, size);
@@ -495,7 +496,7 @@ static void ct_shutdown(struct fut__sched *s)
     struct ct_sched *c = ct_of(s);
     struct fut__sched *saved = fut__tls_sched;
     struct fut__blockpool *saved_pool = fut__tls_pool;
-    fut__tls_sched = s; /* we are the runtime thread now */
+    fut__tls_sched = s;   /* we are the runtime thread now */
     fut__tls_pool = NULL; /* drops may allocate: not from a dying slab */
     fut__mutex_lock(&c->lock);
     c->closed = 1;

@@ -41,8 +41,8 @@ struct fut__slab_chunk;
 struct fut__slab {
     void *free[FUT__SLAB_CLASSES + 1]; /* owner-only free lists */
     fut__aword remote;                 /* stack of blocks freed elsewhere */
-    struct fut__slab_chunk *chunks;    /* owner only, as 'bump*'; fini frees */
-    char *bump;                        /* unused tail of the newest chunk */
+    struct fut__slab_chunk *chunks; /* owner only, as 'bump*'; fini frees */
+    char *bump;                     /* unused tail of the newest chunk */
     size_t bump_left;
 };
 

@@ -161,7 +161,8 @@ static void task_complete(struct fut_task *t, int cancelled)
     uintptr_t prev =
         fut__fetch_xor(&t->state, RUNNING | COMPLETE, FUT__ACQ_REL);
     FUT_ASSERT(prev & RUNNING);
-    if ((prev & (JOIN_INTEREST | JOIN_WAKER)) == (JOIN_INTEREST | JOIN_WAKER)) {
+    if ((prev & (JOIN_INTEREST | JOIN_WAKER)) ==
+        (JOIN_INTEREST | JOIN_WAKER)) {
         /* Copy, never clear: the joiner may still be reading the slot
          * (will_wake) until its CAS fails on COMPLETE. */
         struct fut_waker w = t->join_waker;
@@ -380,8 +381,7 @@ enum fut__run_result fut__task_poll(struct fut_task *t, int *budget)
 
 void fut__task_shutdown(struct fut_task *t)
 {
-    uintptr_t prev = fut__fetch_or(&t->state,
-                                   CANCELLED | NOTIFIED | RUNNING,
+    uintptr_t prev = fut__fetch_or(&t->state, CANCELLED | NOTIFIED | RUNNING,
                                    FUT__ACQ_REL);
     FUT_ASSERT(!(prev & COMPLETE));
     (void)prev;
@@ -471,8 +471,8 @@ static void join_release(struct fut_task *t)
         /* Before COMPLETE the waker slot is ours to clear; after, the
          * completer owned it. */
         clear = JOIN_INTEREST | ((s & COMPLETE) ? 0 : JOIN_WAKER);
-    } while (!fut__cas(&t->state, &s, s & ~clear, FUT__ACQ_REL,
-                       FUT__ACQUIRE));
+    } while (
+        !fut__cas(&t->state, &s, s & ~clear, FUT__ACQ_REL, FUT__ACQUIRE));
     if ((clear & JOIN_WAKER) && (s & JOIN_WAKER))
         fut_waker_drop(&t->join_waker);
     task_ref_dec(t);
@@ -500,8 +500,8 @@ static size_t join_children(struct fut_future *f, struct fut_future **out,
     return 0; /* the task runs on its own; dumps show it separately */
 }
 
-static const struct fut_future_vtable join_vt = {join_poll, join_drop,
-                                                 "join", join_children};
+static const struct fut_future_vtable join_vt = {join_poll, join_drop, "join",
+                                                 join_children};
 
 void fut__join_init(struct fut_join *j, struct fut_task *t)
 {

@@ -43,9 +43,8 @@ fut__aword fut__dump_describe_hook;
 
 static int describe(struct fut_future *f, char *buf, size_t len)
 {
-    fut__dump_describe_fn fn =
-        (fut__dump_describe_fn)fut__load(&fut__dump_describe_hook,
-                                         FUT__RELAXED);
+    fut__dump_describe_fn fn = (fut__dump_describe_fn)fut__load(
+        &fut__dump_describe_hook, FUT__RELAXED);
     return fn ? fn(f, buf, len) : 0;
 }
 

@@ -113,7 +113,7 @@ static void cancel_all(struct fut_scope *s, struct fut__scope_child *except,
             fut__container_of(l, struct fut__scope_child, link);
         if (c == except || c->cqueued)
             continue;
-        c->cqueued = 1; /* one canceller per child */
+        c->cqueued = 1;             /* one canceller per child */
         fut__task_ref_inc(c->task); /* the node outlives its record */
         c->cnext = list;
         list = c;
@@ -302,8 +302,8 @@ static uint64_t consume_all(struct fut__scope_core *k)
     while (!fut__list_empty(&local)) {
         struct fut__list *l = local.next;
         fut__list_remove(l);
-        task_release(fut__container_of(l, struct fut__scope_child, link)
-                         ->task);
+        task_release(
+            fut__container_of(l, struct fut__scope_child, link)->task);
     }
     return n;
 }
@@ -345,7 +345,7 @@ static void scope_drop(struct fut_future *f)
 static void set_result(struct fut_scope *s)
 {
     struct fut__scope_core *k = core_of(s);
-    s->result = k->first_error ? k->first_error
+    s->result = k->first_error   ? k->first_error
                 : k->user_cancel ? FUT_ECANCELED
                                  : 0;
 }
@@ -466,8 +466,8 @@ static void child_stage(struct fut__scope_child *c, struct fut_scope *s,
 static void child_link(struct fut_scope *s, struct fut_task *t)
 {
     struct fut__scope_core *k = core_of(s);
-    struct fut__scope_child *c = (struct fut__scope_child *)(void *)
-        fut__task_future(t);
+    struct fut__scope_child *c =
+        (struct fut__scope_child *)(void *)fut__task_future(t);
     int abort_it = 0;
     fut__lock_acquire(&k->lock);
     c->task = t;

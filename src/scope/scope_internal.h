@@ -30,24 +30,24 @@ struct fut__scope_core {
  * FUT__SCOPE_CHILD_HDR. */
 struct fut__scope_child {
     struct fut_future base;
-    fut__aword st;               /* 0 / BUSY / DONE (scope.c) */
-    struct fut__list link;       /* in live or finished (scope lock) */
+    fut__aword st;         /* 0 / BUSY / DONE (scope.c) */
+    struct fut__list link; /* in live or finished (scope lock) */
     struct fut_scope *scope;
-    struct fut_task *task;       /* set by the spawner (scope lock) */
+    struct fut_task *task;          /* set by the spawner (scope lock) */
     struct fut__scope_child *cnext; /* a canceller's private list */
-    intptr_t tag;                /* opts */
-    intptr_t value;              /* copied from the child at READY */
+    intptr_t tag;                   /* opts */
+    intptr_t value;                 /* copied from the child at READY */
     int *result_dst;
     void *out_dst;
     uint32_t result_off, value_off, out_off, out_len;
-    int result;                  /* the record (scope lock) */
-    uint8_t linked;              /* on a list of the scope (scope lock) */
-    uint8_t early;               /* finished before it was linked */
-    uint8_t completed;           /* ran to completion (vs dropped) */
-    uint8_t cqueued;             /* taken by a canceller once */
+    int result;        /* the record (scope lock) */
+    uint8_t linked;    /* on a list of the scope (scope lock) */
+    uint8_t early;     /* finished before it was linked */
+    uint8_t completed; /* ran to completion (vs dropped) */
+    uint8_t cqueued;   /* taken by a canceller once */
 };
 
-#define FUT__SCOPE_CHILD_HDR                                                  \
+#define FUT__SCOPE_CHILD_HDR                                                 \
     ((sizeof(struct fut__scope_child) + _Alignof(max_align_t) - 1) &         \
      ~(_Alignof(max_align_t) - 1))
 

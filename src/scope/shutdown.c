@@ -44,8 +44,7 @@ static int sd_poll(struct fut_future *f, struct fut_context *cx)
             sd->signo = sd->rx.result == 0 ? sd->rx.signo : 0;
             fired = 1;
         }
-        if (!fired && sd->trigger &&
-            fut_poll(&sd->tw.base, cx) == FUT_READY)
+        if (!fired && sd->trigger && fut_poll(&sd->tw.base, cx) == FUT_READY)
             fired = 1;
         if (!fired)
             return FUT_PENDING;
@@ -106,8 +105,8 @@ static size_t sd_children(struct fut_future *f, struct fut_future **out,
     return n;
 }
 
-static const struct fut_future_vtable sd_vt = {sd_poll, sd_drop,
-                                               "shutdown", sd_children};
+static const struct fut_future_vtable sd_vt = {sd_poll, sd_drop, "shutdown",
+                                               sd_children};
 
 void fut_shutdown_init(struct fut_shutdown *sd, struct fut_scope *scope,
                        struct fut_token *trigger, struct fut_io *sig,

@@ -37,12 +37,12 @@ enum { CANCELLED = 1 };
 enum { W_IDLE = 0, W_QUEUED = 1, W_DONE = 2 };
 
 struct tok {
-    fut__aword state;         /* 0 or CANCELLED (see the rules) */
-    struct fut__lock lock;    /* guards the lists and 'parent' links */
-    struct fut__list waiters; /* fut__wnode.link */
+    fut__aword state;          /* 0 or CANCELLED (see the rules) */
+    struct fut__lock lock;     /* guards the lists and 'parent' links */
+    struct fut__list waiters;  /* fut__wnode.link */
     struct fut__list children; /* struct tok.sib */
-    struct fut__list sib;     /* link in the parent's 'children' */
-    struct tok *parent;       /* NULL: none (or detached) */
+    struct fut__list sib;      /* link in the parent's 'children' */
+    struct tok *parent;        /* NULL: none (or detached) */
 };
 
 _Static_assert(sizeof(struct tok) <= sizeof(struct fut_token),

@@ -23,10 +23,10 @@ struct fut__bcast {
     size_t cap;
     size_t msg_size;
     size_t alloc_size;
-    uint64_t tail;     /* position of the next message sent */
-    size_t tx_count;   /* senders alive */
-    size_t rx_count;   /* receivers alive */
-    fut__aword refs;   /* handles alive (the block's lifetime) */
+    uint64_t tail;   /* position of the next message sent */
+    size_t tx_count; /* senders alive */
+    size_t rx_count; /* receivers alive */
+    fut__aword refs; /* handles alive (the block's lifetime) */
     struct fut__list waiters;
     unsigned char *slots; /* cap * msg_size bytes, after the struct */
 };
@@ -44,7 +44,8 @@ static void ref_put(struct fut__bcast *ch)
 }
 
 int fut_broadcast_new(size_t capacity, size_t msg_size,
-                      struct fut_broadcast_tx *tx, struct fut_broadcast_rx *rx)
+                      struct fut_broadcast_tx *tx,
+                      struct fut_broadcast_rx *rx)
 {
     FUT_ARG_CHECK(tx, "'tx' is NULL");
     FUT_ARG_CHECK(rx, "'rx' is NULL");

@@ -124,8 +124,8 @@ static void claim_held(struct fut__mpsc *ch, uint32_t *pos, uintptr_t *was)
     *was = s;
 }
 
-static inline void publish(struct fut__mpsc *ch, uint32_t pos,
-                           uintptr_t was, const void *msg)
+static inline void publish(struct fut__mpsc *ch, uint32_t pos, uintptr_t was,
+                           const void *msg)
 {
     struct slot *sl = slot_at(ch, pos);
     FUT_ASSERT((uint32_t)fut__load(&sl->seq, FUT__RELAXED) !=
@@ -147,8 +147,8 @@ static inline void publish(struct fut__mpsc *ch, uint32_t pos,
 static void credit_return(struct fut__mpsc *ch)
 {
     /* Release: as fut__sem_release. */
-    uintptr_t old = fut__fetch_add(&ch->sem.state, FUT__SEM_ONE,
-                                   FUT__RELEASE);
+    uintptr_t old =
+        fut__fetch_add(&ch->sem.state, FUT__SEM_ONE, FUT__RELEASE);
     if (old & FUT__SEM_WAITERS)
         fut__sem_release_slow(&ch->sem);
     if (old & FUT__SEM_CLOSED)
@@ -218,8 +218,8 @@ static inline int credit_poll(struct fut__mpsc *ch, struct fut__wnode *w,
                               struct fut_context *cx, int *r,
                               const void *fast)
 {
-    int fresh = FUT__SEMW_TAG(fut__load(&w->st, FUT__RELAXED)) ==
-                FUT__SEMW_IDLE;
+    int fresh =
+        FUT__SEMW_TAG(fut__load(&w->st, FUT__RELAXED)) == FUT__SEMW_IDLE;
     if (fresh) {
         /* Spend the budget unit before trying (see fut__sem_poll_coop). */
         if (!fut_coop_proceed(cx))
@@ -254,8 +254,7 @@ static int b_send_poll(struct fut_mpsc_send *s, struct fut_context *cx,
                        struct fut__mpsc *ch)
 {
     int r;
-    if (credit_poll(ch, fut__wnode_of(&s->w), cx, &r, s->msg) ==
-        FUT_PENDING)
+    if (credit_poll(ch, fut__wnode_of(&s->w), cx, &r, s->msg) == FUT_PENDING)
         return FUT_PENDING;
     if (r == 0)
         r = send_held(ch, s->msg);
@@ -357,8 +356,7 @@ static int b_poll_recv(struct fut__mpsc *ch, struct fut_context *cx,
     for (;;) {
         /* Acq_rel: the flag tells the next claimer to wake us; acquire
          * sees the credits returned by permit drops (end check). */
-        uintptr_t w = fut__fetch_or(&ch->sem.state, RX_WAITING,
-                                    FUT__ACQ_REL);
+        uintptr_t w = fut__fetch_or(&ch->sem.state, RX_WAITING, FUT__ACQ_REL);
         if (slot_ready(ch, &sl))
             goto take;
         if ((uint32_t)(w >> TAIL_SHIFT) != ch->head) {
@@ -465,8 +463,8 @@ static void b_rx_drop(struct fut__mpsc *ch)
 
 static void b_free(struct fut__mpsc *ch)
 {
-    uint32_t tail = (uint32_t)(fut__load(&ch->sem.state, FUT__RELAXED) >>
-                               TAIL_SHIFT);
+    uint32_t tail =
+        (uint32_t)(fut__load(&ch->sem.state, FUT__RELAXED) >> TAIL_SHIFT);
     for (uint32_t p = ch->head; p != tail; p++) {
         struct slot *sl = slot_at(ch, p);
         FUT_ASSERT((uint32_t)fut__load(&sl->seq, FUT__RELAXED) ==
@@ -508,8 +506,8 @@ int fut_mpsc_new(size_t capacity, size_t msg_size, void (*dtor)(void *msg),
     size_t stride = (sizeof(fut__aword) + msg_size + 7) & ~(size_t)7;
     if (stride > (SIZE_MAX - sizeof(struct fut__mpsc)) / slots)
         return FUT_EINVAL;
-    struct fut__mpsc *ch = fut__mpsc_alloc(&bounded_ops, msg_size,
-                                           slots * stride, dtor);
+    struct fut__mpsc *ch =
+        fut__mpsc_alloc(&bounded_ops, msg_size, slots * stride, dtor);
     if (!ch)
         return FUT_ENOMEM;
     ch->stride = stride;

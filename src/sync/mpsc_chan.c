@@ -236,8 +236,7 @@ static void reserve_drop(struct fut_future *f)
 static const struct fut_future_vtable reserve_vt = {
     reserve_poll, reserve_drop, "mpsc_reserve", 0};
 
-void fut_mpsc_reserve_init(struct fut_mpsc_reserve *f,
-                           struct fut_mpsc_tx *tx)
+void fut_mpsc_reserve_init(struct fut_mpsc_reserve *f, struct fut_mpsc_tx *tx)
 {
     FUT_ARG_VOID(f, "'f' is NULL");
     FUT_ARG_VOID(tx, "'tx' is NULL");

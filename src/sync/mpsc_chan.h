@@ -48,8 +48,8 @@ struct fut__mpsc_ops {
     int (*try_recv)(struct fut__mpsc *ch, void *out);
     /* fut_mpsc_poll_recv's step; sets '*registered' when it left a
      * waker with the channel. */
-    int (*poll_recv)(struct fut__mpsc *ch, struct fut_context *cx,
-                     void *out, int *result, int *registered);
+    int (*poll_recv)(struct fut__mpsc *ch, struct fut_context *cx, void *out,
+                     int *result, int *registered);
     /* The poll of a recv future (ends with fut__mpsc_recv_done);
      * arguments as send_poll's. */
     int (*recv_poll)(struct fut_mpsc_recv *r, struct fut_context *cx,
@@ -68,22 +68,22 @@ struct fut__mpsc_ops {
 struct fut__mpsc {
     /* read-only after creation */
     size_t msg_size;
-    size_t stride;      /* bounded: bytes per slot */
-    size_t alloc_size;  /* bytes of this block */
-    uint32_t mask;      /* bounded: slots - 1 */
-    uint32_t cap;       /* bounded: capacity */
+    size_t stride;     /* bounded: bytes per slot */
+    size_t alloc_size; /* bytes of this block */
+    uint32_t mask;     /* bounded: slots - 1 */
+    uint32_t cap;      /* bounded: capacity */
     const struct fut__mpsc_ops *ops;
     void (*dtor)(void *msg);
     unsigned char *slots; /* bounded: the ring, after this struct */
-    fut__aword senders; /* senders + permits */
-    fut__aword refs;    /* senders + permits + receiver */
-    fut__aword rx_gone; /* 1 once the receiver was dropped */
+    fut__aword senders;   /* senders + permits */
+    fut__aword refs;      /* senders + permits + receiver */
+    fut__aword rx_gone;   /* 1 once the receiver was dropped */
     char pad0[64];
     struct fut__sem sem; /* bounded: W (see its rules) and sender queue */
     char pad1[64];
     /* the receiver's (read by the last handle at free time) */
-    uint32_t head; /* bounded */
-    int ended;     /* the receiver returned the end */
+    uint32_t head;               /* bounded */
+    int ended;                   /* the receiver returned the end */
     struct fut__awaker rx_waker; /* bounded */
     /* unbounded: under 'ulock' */
     struct fut__lock ulock;

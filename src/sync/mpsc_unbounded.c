@@ -254,8 +254,7 @@ int fut_mpsc_unbounded_new(size_t msg_size, void (*dtor)(void *msg),
     int r = fut__mpsc_prepare(msg_size, tx, rx);
     if (r)
         return r;
-    struct fut__mpsc *ch = fut__mpsc_alloc(&unbounded_ops, msg_size, 0,
-                                           dtor);
+    struct fut__mpsc *ch = fut__mpsc_alloc(&unbounded_ops, msg_size, 0, dtor);
     if (!ch)
         return FUT_ENOMEM;
     fut__lock_init(&ch->ulock);

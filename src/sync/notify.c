@@ -78,8 +78,8 @@ static void set_tag_locked(struct fut__notify *n, uintptr_t tag)
 {
     uintptr_t s = fut__load(&n->state, FUT__RELAXED);
     /* Release: a NOTIFIED set here pairs with the taker's acquire CAS. */
-    while (!fut__cas(&n->state, &s, (s & ~(uintptr_t)TAG) | tag,
-                     FUT__RELEASE, FUT__RELAXED))
+    while (!fut__cas(&n->state, &s, (s & ~(uintptr_t)TAG) | tag, FUT__RELEASE,
+                     FUT__RELAXED))
         ;
 }
 
@@ -92,8 +92,7 @@ void fut_notify_one(struct fut_notify *pn)
         if ((s & TAG) == NOTIFIED)
             return; /* permits coalesce */
         /* Release: pairs with the taker's acquire CAS. */
-        if (fut__cas(&n->state, &s, s | NOTIFIED, FUT__RELEASE,
-                     FUT__RELAXED))
+        if (fut__cas(&n->state, &s, s | NOTIFIED, FUT__RELEASE, FUT__RELAXED))
             return;
     }
     fut__lock_acquire(&n->lock);

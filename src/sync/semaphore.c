@@ -120,8 +120,7 @@ static int assign_locked(struct fut__sem *s, struct fut__wakeset *ws)
         need -= take;
         if (need > 0) {
             /* Partial grant to the head; nothing is free any more. */
-            fut__store(&w->st, (need << 2) | FUT__SEMW_QUEUED,
-                       FUT__RELAXED);
+            fut__store(&w->st, (need << 2) | FUT__SEMW_QUEUED, FUT__RELAXED);
             return 0;
         }
         fut__list_remove(l);
@@ -291,9 +290,8 @@ void fut__semw_init(struct fut__wnode *w, uintptr_t n)
 /* Slow acquire: queue 'w' (or take the permits if that became possible).
  * Out of line, as poll_queued: inlined, they made every poll of a granted
  * waiter pay their register saves (callgrind, mutex_contended). */
-__attribute__((noinline)) static int enqueue(struct fut__sem *s,
-                                             struct fut__wnode *w,
-                                             struct fut_context *cx)
+__attribute__((noinline)) static int
+enqueue(struct fut__sem *s, struct fut__wnode *w, struct fut_context *cx)
 {
     uintptr_t n = w->aux;
     fut__lock_acquire(&s->lock);
@@ -306,8 +304,8 @@ __attribute__((noinline)) static int enqueue(struct fut__sem *s,
         }
         if (!(st & FAST_BLOCKERS) && fut__sem_permits(s, st) >= n) {
             /* Acquire: pairs with the releases. */
-            if (fut__cas(&s->state, &st, st - n * FUT__SEM_ONE,
-                         FUT__ACQUIRE, FUT__RELAXED)) {
+            if (fut__cas(&s->state, &st, st - n * FUT__SEM_ONE, FUT__ACQUIRE,
+                         FUT__RELAXED)) {
                 fut__lock_release(&s->lock);
                 fut__store(&w->st, FUT__SEMW_GRANTED, FUT__RELAXED);
                 return FUT_READY;
@@ -339,9 +337,8 @@ __attribute__((noinline)) static int enqueue(struct fut__sem *s,
 }
 
 /* A queued waiter polled again: refresh its waker under the lock. */
-__attribute__((noinline)) static int poll_queued(struct fut__sem *s,
-                                                 struct fut__wnode *w,
-                                                 struct fut_context *cx)
+__attribute__((noinline)) static int
+poll_queued(struct fut__sem *s, struct fut__wnode *w, struct fut_context *cx)
 {
     struct fut_waker old = FUT_WAKER_NONE;
     fut__lock_acquire(&s->lock);
@@ -393,8 +390,8 @@ int fut__sem_poll(struct fut__sem *s, struct fut__wnode *w,
 int fut__sem_poll_coop(struct fut__sem *s, struct fut__wnode *w,
                        struct fut_context *cx)
 {
-    int fresh = FUT__SEMW_TAG(fut__load(&w->st, FUT__RELAXED)) ==
-                FUT__SEMW_IDLE;
+    int fresh =
+        FUT__SEMW_TAG(fut__load(&w->st, FUT__RELAXED)) == FUT__SEMW_IDLE;
     /* A fresh acquire spends its budget unit before it tries: running out
      * must not leave the permits held across the yield (a holder that
      * yields makes every other acquirer queue - a lock convoy). */

@@ -43,7 +43,7 @@ _Static_assert(sizeof(struct fut__sem) <= sizeof(struct fut_semaphore),
 #define FUT__SEMW_QUEUED ((uintptr_t)1)  /* on the list; need = st >> 2 */
 #define FUT__SEMW_GRANTED ((uintptr_t)2) /* holds 'aux' permits */
 #define FUT__SEMW_CLOSED ((uintptr_t)3)  /* the semaphore was closed */
-#define FUT__SEMW_TAG(st) ((st) & 3)
+#define FUT__SEMW_TAG(st) ((st)&3)
 
 static inline uintptr_t fut__sem_permits(const struct fut__sem *s,
                                          uintptr_t st)
@@ -65,8 +65,7 @@ static inline void fut__sem_release(struct fut__sem *s, uintptr_t n)
     /* Release: what the holder did with its permits happens before the
      * next acquirer (its acquire CAS reads this value or a later RMW of
      * the same release sequence). */
-    uintptr_t old = fut__fetch_add(&s->state, n * FUT__SEM_ONE,
-                                   FUT__RELEASE);
+    uintptr_t old = fut__fetch_add(&s->state, n * FUT__SEM_ONE, FUT__RELEASE);
     if (old & FUT__SEM_WAITERS)
         fut__sem_release_slow(s);
 }

@@ -147,8 +147,7 @@ void fut__awaker_register(struct fut__awaker *a, const struct fut_waker *w)
     }
     fut__plain_write(&a->waker, sizeof a->waker);
     struct fut_waker old = {0, 0};
-    if (!fut_waker_is_set(&a->waker) ||
-        !fut_waker_will_wake(&a->waker, w)) {
+    if (!fut_waker_is_set(&a->waker) || !fut_waker_will_wake(&a->waker, w)) {
         old = a->waker;
         fut__waker_store(&a->waker, fut_waker_clone(w));
     }
@@ -185,8 +184,7 @@ void fut__awaker_wake(struct fut__awaker *a)
 void fut__awaker_clear(struct fut__awaker *a)
 {
     uintptr_t s = AW_WAITING;
-    if (!fut__cas(&a->state, &s, AW_REGISTERING, FUT__ACQUIRE,
-                  FUT__ACQUIRE))
+    if (!fut__cas(&a->state, &s, AW_REGISTERING, FUT__ACQUIRE, FUT__ACQUIRE))
         return; /* a waker is taking it */
     fut__plain_write(&a->waker, sizeof a->waker);
     struct fut_waker t = a->waker;

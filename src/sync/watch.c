@@ -70,7 +70,8 @@ int fut_watch_new(size_t size, const void *init, struct fut_watch_tx *tx,
     return 0;
 }
 
-int fut_watch_tx_clone(const struct fut_watch_tx *tx, struct fut_watch_tx *out)
+int fut_watch_tx_clone(const struct fut_watch_tx *tx,
+                       struct fut_watch_tx *out)
 {
     FUT_ARG_CHECK(tx, "'tx' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");
@@ -130,7 +131,8 @@ int fut_watch_subscribe(const struct fut_watch_tx *tx,
     return rx_new(tx->ch, out);
 }
 
-int fut_watch_rx_clone(const struct fut_watch_rx *rx, struct fut_watch_rx *out)
+int fut_watch_rx_clone(const struct fut_watch_rx *rx,
+                       struct fut_watch_rx *out)
 {
     FUT_ARG_CHECK(rx, "'rx' is NULL");
     FUT_ARG_CHECK(out, "'out' is NULL");
@@ -242,9 +244,7 @@ int fut_watch_has_changed(const struct fut_watch_rx *rx)
     }
     FUT_HANDLE_CHECK(ch, rx->gen, __func__);
     fut__lock_acquire(&ch->lock);
-    int r = ch->version != rx->seen ? 1
-            : ch->tx_count == 0     ? FUT_ECLOSED
-                                    : 0;
+    int r = ch->version != rx->seen ? 1 : ch->tx_count == 0 ? FUT_ECLOSED : 0;
     fut__lock_release(&ch->lock);
     return r;
 }

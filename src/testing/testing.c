@@ -30,15 +30,15 @@ struct harness_main {
     struct fut_future base;
     struct fut_future *inner; /* the future under test */
     struct fut_runtime *rt;
-    long stop_at;    /* drop at this PENDING; 0: run to completion */
-    long max;        /* PENDING bound for the run to completion */
-    long pendings;   /* PENDING returns seen */
+    long stop_at;  /* drop at this PENDING; 0: run to completion */
+    long max;      /* PENDING bound for the run to completion */
+    long pendings; /* PENDING returns seen */
     int phase;
-    int completed;   /* the inner future returned READY */
-    int overrun;     /* more than 'max' PENDING returns */
+    int completed;       /* the inner future returned READY */
+    int overrun;         /* more than 'max' PENDING returns */
     uint64_t last_polls; /* task polls at the previous drain round */
-    int idle;        /* consecutive drain rounds without progress */
-    long rounds;     /* drain rounds so far */
+    int idle;            /* consecutive drain rounds without progress */
+    long rounds;         /* drain rounds so far */
 };
 
 /* One drain round: READY when no task is left, none made progress for
@@ -255,8 +255,8 @@ int fut_failalloc_fired(void)
     return fut__load(&fa_fired, FUT__RELAXED) != 0;
 }
 
-int fut_failalloc_each(fut_failalloc_op op, void *ud, long max_n,
-                       long *tried, char *msg, size_t msglen)
+int fut_failalloc_each(fut_failalloc_op op, void *ud, long max_n, long *tried,
+                       char *msg, size_t msglen)
 {
     char dummy[1];
     if (!msg || msglen == 0) {
@@ -274,21 +274,26 @@ int fut_failalloc_each(fut_failalloc_op op, void *ud, long max_n,
         fut_failalloc_disarm();
         long leaked = fut_alloc_live() - live0;
         if (leaked != 0) {
-            snprintf(msg, msglen, "allocation %ld failed%s: %ld block(s) "
-                     "leaked (op returned %s)", n, fired ? "" : " (not hit)",
-                     leaked, fut_err_name(r));
+            snprintf(msg, msglen,
+                     "allocation %ld failed%s: %ld block(s) "
+                     "leaked (op returned %s)",
+                     n, fired ? "" : " (not hit)", leaked, fut_err_name(r));
             return (int)n;
         }
         if (fired && r != FUT_ENOMEM) {
-            snprintf(msg, msglen, "allocation %ld failed: op returned %s, "
-                     "not FUT_ENOMEM", n, fut_err_name(r));
+            snprintf(msg, msglen,
+                     "allocation %ld failed: op returned %s, "
+                     "not FUT_ENOMEM",
+                     n, fut_err_name(r));
             return (int)n;
         }
         if (!fired) {
             if (r == 0)
                 return 0;
-            snprintf(msg, msglen, "no allocation failed at N = %ld, but op "
-                     "returned %s", n, fut_err_name(r));
+            snprintf(msg, msglen,
+                     "no allocation failed at N = %ld, but op "
+                     "returned %s",
+                     n, fut_err_name(r));
             return (int)n;
         }
     }

@@ -245,7 +245,8 @@ int fut_interval_init(struct fut_interval *iv, int64_t start, int64_t period,
     iv->missed = missed;
     iv->result = 0;
     fut__timer_init(fut__timer_of(&iv->timer));
-    if (period <= 0 || missed < FUT_MISSED_BURST || missed > FUT_MISSED_SKIP) {
+    if (period <= 0 || missed < FUT_MISSED_BURST ||
+        missed > FUT_MISSED_SKIP) {
         iv->result = FUT_EINVAL;
         return FUT_EINVAL;
     }
@@ -258,9 +259,9 @@ static int tick_poll(struct fut_future *f, struct fut_context *cx)
     int r = fut_stream_poll_next(&t->iv->base, cx, &t->tick);
     if (r == FUT_PENDING)
         return FUT_PENDING;
-    t->result = r == FUT_STREAM_ITEM ? 0
-                                     : (t->iv->result ? t->iv->result
-                                                      : FUT_ECLOSED);
+    t->result = r == FUT_STREAM_ITEM
+                    ? 0
+                    : (t->iv->result ? t->iv->result : FUT_ECLOSED);
     return FUT_READY;
 }
 

@@ -28,7 +28,7 @@ struct fut__tentry {
     uint64_t when;                   /* deadline, in ticks */
     uint8_t level;                   /* where it is linked */
     uint8_t slot;
-    uint8_t linked;                  /* 1 while in the wheel */
+    uint8_t linked; /* 1 while in the wheel */
 };
 
 struct fut__wheel {

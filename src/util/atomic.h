@@ -42,9 +42,9 @@ typedef _Atomic uint32_t fut__futex_word;
 _Static_assert(sizeof(fut__aword) == sizeof(void *) &&
                    _Alignof(fut__aword) == _Alignof(void *),
                "a pointer slot is not the size of an atomic word");
-#define fut__load_slot(pp, mo)                                                \
+#define fut__load_slot(pp, mo)                                               \
     ((void *)fut__load((fut__aword *)(void *)(pp), (mo)))
-#define fut__store_slot(pp, v, mo)                                            \
+#define fut__store_slot(pp, v, mo)                                           \
     fut__store((fut__aword *)(void *)(pp), (uintptr_t)(void *)(v), (mo))
 
 #define FUT__RELAXED memory_order_relaxed
@@ -58,19 +58,25 @@ _Static_assert(sizeof(fut__aword) == sizeof(void *) &&
 #define fut__aword_init(p, v) atomic_init((p), (uintptr_t)(v))
 #define fut__load(p, mo) atomic_load_explicit((p), (mo))
 #define fut__store(p, v, mo) atomic_store_explicit((p), (uintptr_t)(v), (mo))
-#define fut__swap(p, v, mo) atomic_exchange_explicit((p), (uintptr_t)(v), (mo))
+#define fut__swap(p, v, mo)                                                  \
+    atomic_exchange_explicit((p), (uintptr_t)(v), (mo))
 /* Strong CAS; '*expp' is updated with the value seen on failure. */
-#define fut__cas(p, expp, v, mos, mof)                                        \
-    atomic_compare_exchange_strong_explicit((p), (expp), (uintptr_t)(v),      \
+#define fut__cas(p, expp, v, mos, mof)                                       \
+    atomic_compare_exchange_strong_explicit((p), (expp), (uintptr_t)(v),     \
                                             (mos), (mof))
-#define fut__cas_weak(p, expp, v, mos, mof)                                   \
-    atomic_compare_exchange_weak_explicit((p), (expp), (uintptr_t)(v),        \
+#define fut__cas_weak(p, expp, v, mos, mof)                                  \
+    atomic_compare_exchange_weak_explicit((p), (expp), (uintptr_t)(v),       \
                                           (mos), (mof))
-#define fut__fetch_add(p, v, mo) atomic_fetch_add_explicit((p), (uintptr_t)(v), (mo))
-#define fut__fetch_sub(p, v, mo) atomic_fetch_sub_explicit((p), (uintptr_t)(v), (mo))
-#define fut__fetch_or(p, v, mo) atomic_fetch_or_explicit((p), (uintptr_t)(v), (mo))
-#define fut__fetch_and(p, v, mo) atomic_fetch_and_explicit((p), (uintptr_t)(v), (mo))
-#define fut__fetch_xor(p, v, mo) atomic_fetch_xor_explicit((p), (uintptr_t)(v), (mo))
+#define fut__fetch_add(p, v, mo)                                             \
+    atomic_fetch_add_explicit((p), (uintptr_t)(v), (mo))
+#define fut__fetch_sub(p, v, mo)                                             \
+    atomic_fetch_sub_explicit((p), (uintptr_t)(v), (mo))
+#define fut__fetch_or(p, v, mo)                                              \
+    atomic_fetch_or_explicit((p), (uintptr_t)(v), (mo))
+#define fut__fetch_and(p, v, mo)                                             \
+    atomic_fetch_and_explicit((p), (uintptr_t)(v), (mo))
+#define fut__fetch_xor(p, v, mo)                                             \
+    atomic_fetch_xor_explicit((p), (uintptr_t)(v), (mo))
 #define fut__fence(mo) atomic_thread_fence(mo)
 /* Orders the compiler only (no instruction): for code whose other side is
  * an asymmetric fence (membarrier) that makes this thread's accesses
@@ -79,12 +85,14 @@ _Static_assert(sizeof(fut__aword) == sizeof(void *) &&
 
 /* The futex word (see the rules above). */
 #define fut__futex_init(p, v) atomic_init((p), (uint32_t)(v))
-#define fut__futex_store(p, v, mo) atomic_store_explicit((p), (uint32_t)(v), (mo))
-#define fut__futex_swap(p, v, mo) atomic_exchange_explicit((p), (uint32_t)(v), (mo))
+#define fut__futex_store(p, v, mo)                                           \
+    atomic_store_explicit((p), (uint32_t)(v), (mo))
+#define fut__futex_swap(p, v, mo)                                            \
+    atomic_exchange_explicit((p), (uint32_t)(v), (mo))
 /* Strong CAS; '*expp' (a uint32_t) is updated with the value seen on
  * failure. */
-#define fut__futex_cas(p, expp, v, mos, mof)                                  \
-    atomic_compare_exchange_strong_explicit((p), (expp), (uint32_t)(v),       \
+#define fut__futex_cas(p, expp, v, mos, mof)                                 \
+    atomic_compare_exchange_strong_explicit((p), (expp), (uint32_t)(v),      \
                                             (mos), (mof))
 /* The address the futex syscall takes. */
 #define fut__futex_addr(p) ((uint32_t *)(p))
@@ -112,16 +120,23 @@ _Static_assert(sizeof(fut__aword) == sizeof(void *) &&
 
 #define fut__aword_init(p, v) mc_init((p), (uintptr_t)(v))
 #define fut__load(p, mo) mc_load((p), (mo), __FILE__, __LINE__)
-#define fut__store(p, v, mo) mc_store((p), (uintptr_t)(v), (mo), __FILE__, __LINE__)
-#define fut__swap(p, v, mo) mc_swap((p), (uintptr_t)(v), (mo), __FILE__, __LINE__)
-#define fut__cas(p, expp, v, mos, mof)                                        \
+#define fut__store(p, v, mo)                                                 \
+    mc_store((p), (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__swap(p, v, mo)                                                  \
+    mc_swap((p), (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__cas(p, expp, v, mos, mof)                                       \
     mc_cas((p), (expp), (uintptr_t)(v), (mos), (mof), __FILE__, __LINE__)
 #define fut__cas_weak(p, expp, v, mos, mof) fut__cas(p, expp, v, mos, mof)
-#define fut__fetch_add(p, v, mo) mc_rmw((p), MC_ADD, (uintptr_t)(v), (mo), __FILE__, __LINE__)
-#define fut__fetch_sub(p, v, mo) mc_rmw((p), MC_SUB, (uintptr_t)(v), (mo), __FILE__, __LINE__)
-#define fut__fetch_or(p, v, mo) mc_rmw((p), MC_OR, (uintptr_t)(v), (mo), __FILE__, __LINE__)
-#define fut__fetch_and(p, v, mo) mc_rmw((p), MC_AND, (uintptr_t)(v), (mo), __FILE__, __LINE__)
-#define fut__fetch_xor(p, v, mo) mc_rmw((p), MC_XOR, (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__fetch_add(p, v, mo)                                             \
+    mc_rmw((p), MC_ADD, (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__fetch_sub(p, v, mo)                                             \
+    mc_rmw((p), MC_SUB, (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__fetch_or(p, v, mo)                                              \
+    mc_rmw((p), MC_OR, (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__fetch_and(p, v, mo)                                             \
+    mc_rmw((p), MC_AND, (uintptr_t)(v), (mo), __FILE__, __LINE__)
+#define fut__fetch_xor(p, v, mo)                                             \
+    mc_rmw((p), MC_XOR, (uintptr_t)(v), (mo), __FILE__, __LINE__)
 #define fut__fence(mo) mc_fence((mo), __FILE__, __LINE__)
 #define fut__compiler_fence() ((void)0) /* the checker keeps program order */
 #define fut__plain_read(p, n) mc_plain_read((p), (n), __FILE__, __LINE__)

@@ -342,7 +342,7 @@ static void park_ok(void)
 {
     reset();
     int t = mc_spawn(unparker, 0);
-    mc_park(); /* the permit may have come first */
+    mc_park();                            /* the permit may have come first */
     mc_plain_read(&data, sizeof data, L); /* ordered by unpark -> park */
     mc_join(t);
 }
@@ -522,8 +522,7 @@ static const struct lcase cases[] = {
     {"sb_seq_cst", sb_sc, MC_MEM_TSO, MC_OK, -1, 0},
     {"sb_fenced", sb_fenced, MC_MEM_TSO, MC_OK, -1, 0},
     {"sb_membarrier", sb_membarrier, MC_MEM_TSO, MC_OK, -1, 0},
-    {"sb_no_membarrier", sb_no_membarrier, MC_MEM_TSO, MC_FAIL_ASSERT, -1,
-     0},
+    {"sb_no_membarrier", sb_no_membarrier, MC_MEM_TSO, MC_FAIL_ASSERT, -1, 0},
     {"sb_outcomes", sb_outcomes, MC_MEM_SC, MC_OK, -1, 0xe},
     {"sb_outcomes", sb_outcomes, MC_MEM_TSO, MC_OK, -1, 0xf},
     {"mp_relaxed", mp_relaxed, MC_MEM_SC, MC_FAIL_RACE, -1, 0},
@@ -566,7 +565,8 @@ static int run_case(const struct lcase *c)
                mc_fail_name(c->expect), mc_fail_name(r));
     if (c->allowed && outcomes != c->allowed) {
         printf("  LITMUS MISMATCH: %s observed outcomes %#x, the memory "
-               "model allows exactly %#x\n", c->name, outcomes, c->allowed);
+               "model allows exactly %#x\n",
+               c->name, outcomes, c->allowed);
         bad = 1;
     }
     return bad;

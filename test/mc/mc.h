@@ -27,8 +27,8 @@ void mc_init(_Atomic uintptr_t *p, uintptr_t v);
 uintptr_t mc_load(_Atomic uintptr_t *p, int mo, const char *file, int line);
 void mc_store(_Atomic uintptr_t *p, uintptr_t v, int mo, const char *file,
               int line);
-uintptr_t mc_swap(_Atomic uintptr_t *p, uintptr_t v, int mo,
-                  const char *file, int line);
+uintptr_t mc_swap(_Atomic uintptr_t *p, uintptr_t v, int mo, const char *file,
+                  int line);
 /* Strong CAS; '*expected' is updated with the value seen on failure. */
 _Bool mc_cas(_Atomic uintptr_t *p, uintptr_t *expected, uintptr_t desired,
              int mo_succ, int mo_fail, const char *file, int line);
@@ -81,15 +81,15 @@ void mc_label(const void *p, size_t n, const char *name);
 int mc_self(void);
 
 struct mc_mutex {
-    int owner;                        /* tid + 1, 0 when free */
-    uint32_t clock[MC_MAX_THREADS];   /* released by the last unlock */
+    int owner;                      /* tid + 1, 0 when free */
+    uint32_t clock[MC_MAX_THREADS]; /* released by the last unlock */
 };
 void mc_mutex_init(struct mc_mutex *m);
 #define mc_mutex_lock(m) mc__mutex_lock((m), __FILE__, __LINE__)
 #define mc_mutex_unlock(m) mc__mutex_unlock((m), __FILE__, __LINE__)
 
 /* Fails the current execution with 'msg' when 'cond' is false. */
-#define mc_assert(cond, msg)                                                  \
+#define mc_assert(cond, msg)                                                 \
     mc__assert(!!(cond), #cond, (msg), __FILE__, __LINE__)
 
 int mc__spawn(void (*fn)(void *), void *arg, const char *file, int line);
@@ -123,17 +123,17 @@ enum mc_fail {
 };
 
 struct mc_opts {
-    int mem;           /* MC_MEM_*; DEFAULT: $MC_MEM or sc */
-    int sb;            /* TSO store-buffer capacity; 0: $MC_SB or 2 */
-    int preempt;       /* preemption bound; < 0: unbounded */
-    long random;       /* > 0: that many random schedules instead of DFS */
-    uint64_t seed;     /* random mode seed; 0: $MC_SEED or 1 */
-    long max_execs;    /* stop the DFS after this many (0: no limit) */
-    int max_steps;     /* operations per execution (0: 20000) */
-    int all_points;    /* also preempt at plain accesses and allocation */
-    int all_flushes;   /* offer every TSO flush everywhere (no reduction) */
+    int mem;            /* MC_MEM_*; DEFAULT: $MC_MEM or sc */
+    int sb;             /* TSO store-buffer capacity; 0: $MC_SB or 2 */
+    int preempt;        /* preemption bound; < 0: unbounded */
+    long random;        /* > 0: that many random schedules instead of DFS */
+    uint64_t seed;      /* random mode seed; 0: $MC_SEED or 1 */
+    long max_execs;     /* stop the DFS after this many (0: no limit) */
+    int max_steps;      /* operations per execution (0: 20000) */
+    int all_points;     /* also preempt at plain accesses and allocation */
+    int all_flushes;    /* offer every TSO flush everywhere (no reduction) */
     const char *replay; /* replay one schedule (else $MC_REPLAY) */
-    int quiet;         /* no failure trace (expected failures, litmus) */
+    int quiet;          /* no failure trace (expected failures, litmus) */
 };
 
 /* Defaults: unbounded, memory mode 'mem'. Environment variables override

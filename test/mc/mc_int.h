@@ -18,9 +18,26 @@ struct mc_vc {
 };
 
 enum mc_op {
-    OP_START, OP_LOAD, OP_STORE, OP_SWAP, OP_CAS, OP_RMW, OP_FENCE,
-    OP_READ, OP_WRITE, OP_YIELD, OP_ALLOC, OP_FREE, OP_SPAWN, OP_JOIN,
-    OP_PARK, OP_UNPARK, OP_LOCK, OP_UNLOCK, OP_EXIT, OP_MEMBARRIER
+    OP_START,
+    OP_LOAD,
+    OP_STORE,
+    OP_SWAP,
+    OP_CAS,
+    OP_RMW,
+    OP_FENCE,
+    OP_READ,
+    OP_WRITE,
+    OP_YIELD,
+    OP_ALLOC,
+    OP_FREE,
+    OP_SPAWN,
+    OP_JOIN,
+    OP_PARK,
+    OP_UNPARK,
+    OP_LOCK,
+    OP_UNLOCK,
+    OP_EXIT,
+    OP_MEMBARRIER
 };
 
 /* A TSO store-buffer entry: the value and the release clock it carries
@@ -48,9 +65,9 @@ enum { TS_UNUSED, TS_RUNNABLE, TS_FINISHED };
 struct mc_thread {
     ucontext_t ctx;
     int state;
-    int yielded; /* spinning: not runnable until someone writes */
-    unsigned long seen;  /* mc__g.changes when its last step ran */
-    int permit;  /* park permit */
+    int yielded;        /* spinning: not runnable until someone writes */
+    unsigned long seen; /* mc__g.changes when its last step ran */
+    int permit;         /* park permit */
     struct mc_pending pend;
     void (*fn)(void *);
     void *arg;

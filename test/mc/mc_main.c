@@ -12,8 +12,8 @@
 static int kind_of(const char *prog, const char *name)
 {
     static const char *const names[] = {
-        "ok", "assert", "deadlock", "livelock", "race", "leak", "uaf",
-        "double-free", "bad-free", "steps", "nondet", "usage"};
+        "ok",  "assert",      "deadlock", "livelock", "race",   "leak",
+        "uaf", "double-free", "bad-free", "steps",    "nondet", "usage"};
     _Static_assert(sizeof names / sizeof names[0] == MC_FAIL__COUNT,
                    "one name per failure kind");
     for (int k = 1; k < MC_FAIL__COUNT; k++)
@@ -25,8 +25,10 @@ static int kind_of(const char *prog, const char *name)
 
 static int usage(const char *prog, const struct mc_model *models, size_t n)
 {
-    fprintf(stderr, "usage: %s [--expect KIND] [--mem sc|tso] "
-                    "[MODEL...]\nmodels:", prog);
+    fprintf(stderr,
+            "usage: %s [--expect KIND] [--mem sc|tso] "
+            "[MODEL...]\nmodels:",
+            prog);
     for (size_t i = 0; i < n; i++)
         fprintf(stderr, " %s", models[i].name);
     fprintf(stderr, "\n");

@@ -121,8 +121,8 @@ static struct block *block_of(const void *p)
 {
     const char *c = p;
     for (int i = 0; i < nblocks; i++)
-        if (c >= blocks[i].p && c < blocks[i].p + (blocks[i].n ? blocks[i].n
-                                                                : 1))
+        if (c >= blocks[i].p &&
+            c < blocks[i].p + (blocks[i].n ? blocks[i].n : 1))
             return &blocks[i];
     return 0;
 }
@@ -239,8 +239,8 @@ void mc__sb_flush_one(struct mc_thread *t)
     struct mc_sb_entry e = *sb_at(t, 0);
     t->sb_head = (t->sb_head + 1) % MC_SB_MAX;
     t->sb_len--;
-    check_live(e.addr, sizeof *e.addr, "buffered store (flushed now)",
-               e.file, e.line);
+    check_live(e.addr, sizeof *e.addr, "buffered store (flushed now)", e.file,
+               e.line);
     struct loc *l = loc_get(e.addr);
     l->rel = e.rel; /* a plain store starts a new release sequence */
     mem_write(e.addr, e.val);
@@ -296,9 +296,10 @@ int mc__touches(const struct mc_thread *t, const struct mc_thread *u)
                 return 1;
             break;
         case OP_STORE:
-            if (p->mo == memory_order_seq_cst ? a == p->addr || drains
-                : t->sb_len == mc__g.sb_cap &&
-                      t->sb[t->sb_head].addr == a)
+            if (p->mo == memory_order_seq_cst
+                    ? a == p->addr || drains
+                    : t->sb_len == mc__g.sb_cap &&
+                          t->sb[t->sb_head].addr == a)
                 return 1;
             break;
         case OP_SWAP:
@@ -368,9 +369,9 @@ static struct loc *atomic_begin(_Atomic uintptr_t *p, const char *what,
     return l;
 }
 
-static void trace_atomic(const char *op, int mo, const void *p,
-                         uintptr_t old, uintptr_t nv, const char *extra,
-                         const char *file, int line)
+static void trace_atomic(const char *op, int mo, const void *p, uintptr_t old,
+                         uintptr_t nv, const char *extra, const char *file,
+                         int line)
 {
     if (!mc__g.tracing)
         return;
@@ -441,8 +442,8 @@ void mc_store(_Atomic uintptr_t *p, uintptr_t v, int mo, const char *file,
 /* Common part of every RMW: drains (x86 locked instructions do), reads
  * the current value and performs the acquire half. */
 static struct loc *rmw_begin(_Atomic uintptr_t *p, int op, int mo,
-                             uintptr_t arg, uintptr_t *old,
-                             const char *file, int line)
+                             uintptr_t arg, uintptr_t *old, const char *file,
+                             int line)
 {
     mc__point(op, mo, p, (intptr_t)arg, file, line);
     struct mc_thread *t = mc__self();
@@ -464,8 +465,8 @@ static void rmw_write(struct loc *l, _Atomic uintptr_t *p, uintptr_t v,
     mc__tick(t);
 }
 
-uintptr_t mc_swap(_Atomic uintptr_t *p, uintptr_t v, int mo,
-                  const char *file, int line)
+uintptr_t mc_swap(_Atomic uintptr_t *p, uintptr_t v, int mo, const char *file,
+                  int line)
 {
     if (!mc__g.active)
         return atomic_exchange(p, v);
@@ -504,27 +505,42 @@ _Bool mc_cas(_Atomic uintptr_t *p, uintptr_t *expected, uintptr_t desired,
 uintptr_t mc_rmw(_Atomic uintptr_t *p, int op, uintptr_t v, int mo,
                  const char *file, int line)
 {
-    static const char *const names[] = {"fetch_add", "fetch_sub",
-                                        "fetch_or", "fetch_and",
-                                        "fetch_xor"};
+    static const char *const names[] = {"fetch_add", "fetch_sub", "fetch_or",
+                                        "fetch_and", "fetch_xor"};
     if (!mc__g.active) {
         switch (op) {
-        case MC_ADD: return atomic_fetch_add(p, v);
-        case MC_SUB: return atomic_fetch_sub(p, v);
-        case MC_OR: return atomic_fetch_or(p, v);
-        case MC_XOR: return atomic_fetch_xor(p, v);
-        default: return atomic_fetch_and(p, v);
+        case MC_ADD:
+            return atomic_fetch_add(p, v);
+        case MC_SUB:
+            return atomic_fetch_sub(p, v);
+        case MC_OR:
+            return atomic_fetch_or(p, v);
+        case MC_XOR:
+            return atomic_fetch_xor(p, v);
+        default:
+            return atomic_fetch_and(p, v);
         }
     }
     uintptr_t old, nv;
     struct loc *l = rmw_begin(p, OP_RMW, mo, v, &old, file, line);
     switch (op) {
-    case MC_ADD: nv = old + v; break;
-    case MC_SUB: nv = old - v; break;
-    case MC_OR: nv = old | v; break;
-    case MC_AND: nv = old & v; break;
-    case MC_XOR: nv = old ^ v; break;
-    default: mc__fail(MC_FAIL_USAGE, "mc_rmw: bad op %d", op);
+    case MC_ADD:
+        nv = old + v;
+        break;
+    case MC_SUB:
+        nv = old - v;
+        break;
+    case MC_OR:
+        nv = old | v;
+        break;
+    case MC_AND:
+        nv = old & v;
+        break;
+    case MC_XOR:
+        nv = old ^ v;
+        break;
+    default:
+        mc__fail(MC_FAIL_USAGE, "mc_rmw: bad op %d", op);
     }
     acquire(mc__self(), l, mo);
     trace_atomic(names[op], mo, p, old, nv, "", file, line);
@@ -589,8 +605,8 @@ static void trace_plain(const char *op, const void *p, size_t n,
               mc__addr_name(p, nb, sizeof nb), n, mc__base(file), line);
 }
 
-#define WORDS(w, p, n)                                                        \
-    for (uintptr_t w = (uintptr_t)(p) & ~(uintptr_t)7;                        \
+#define WORDS(w, p, n)                                                       \
+    for (uintptr_t w = (uintptr_t)(p) & ~(uintptr_t)7;                       \
          w < (uintptr_t)(p) + (n); w += 8)
 
 void mc_plain_read(const void *p, size_t n, const char *file, int line)
@@ -602,7 +618,8 @@ void mc_plain_read(const void *p, size_t n, const char *file, int line)
     int me = mc__g.cur;
     check_live(p, n, "plain read", file, line);
     trace_plain("read", p, n, file, line);
-    WORDS(w, p, n) {
+    WORDS(w, p, n)
+    {
         struct shadow *s = shadow_get(w);
         if (s->w_clk && s->w_tid != me && s->w_clk > t->clock.c[s->w_tid])
             race("read", p, n, file, line, "write", s->w_tid, s->w_file,
@@ -622,7 +639,8 @@ void mc_plain_write(const void *p, size_t n, const char *file, int line)
     int me = mc__g.cur;
     check_live(p, n, "plain write", file, line);
     trace_plain("write", p, n, file, line);
-    WORDS(w, p, n) {
+    WORDS(w, p, n)
+    {
         struct shadow *s = shadow_get(w);
         if (s->w_clk && s->w_tid != me && s->w_clk > t->clock.c[s->w_tid])
             race("write", p, n, file, line, "write", s->w_tid, s->w_file,
@@ -658,8 +676,8 @@ void *mc_alloc(size_t n, const char *file, int line)
     if (!p)
         abort();
     memset(p, 0xa5, n); /* deterministic contents: executions must repeat */
-    blocks[nblocks++] = (struct block){p, n, file, 0, line, 0, mc__g.cur,
-                                       -1, 0};
+    blocks[nblocks++] =
+        (struct block){p, n, file, 0, line, 0, mc__g.cur, -1, 0};
     if (mc__g.tracing)
         mc__trace("T%d alloc     blk%d [%zu bytes]  %s:%d", mc__g.cur,
                   nblocks, n, mc__base(file), line);
@@ -693,8 +711,8 @@ static void check_free_order(struct block *b, struct mc_thread *t,
             mc__fail(MC_FAIL_UAF,
                      "use after free (race): the free by T%d at %s:%d is "
                      "not ordered after T%d's plain write at %s:%d",
-                     me, mc__base(file), line, s->w_tid,
-                     mc__base(s->w_file), s->w_line);
+                     me, mc__base(file), line, s->w_tid, mc__base(s->w_file),
+                     s->w_line);
         for (int u = 0; u < MC_MAX_THREADS; u++)
             if (u != me && s->r_clk[u] > t->clock.c[u])
                 mc__fail(MC_FAIL_UAF,
@@ -717,14 +735,17 @@ void mc_free(void *p, const char *file, int line)
     struct mc_thread *t = mc__self();
     struct block *b = block_of(p);
     if (!b || b->p != (char *)p)
-        mc__fail(MC_FAIL_BAD_FREE, "free of %p at %s:%d: not a block from "
-                 "mc_alloc", p, mc__base(file), line);
+        mc__fail(MC_FAIL_BAD_FREE,
+                 "free of %p at %s:%d: not a block from "
+                 "mc_alloc",
+                 p, mc__base(file), line);
     if (b->freed)
         mc__fail(MC_FAIL_DOUBLE_FREE,
                  "double free of blk%d by T%d at %s:%d; allocated at %s:%d, "
-                 "first freed by T%d at %s:%d", (int)(b - blocks) + 1,
-                 mc__g.cur, mc__base(file), line, mc__base(b->file), b->line,
-                 b->ftid, mc__base(b->ffile), b->fline);
+                 "first freed by T%d at %s:%d",
+                 (int)(b - blocks) + 1, mc__g.cur, mc__base(file), line,
+                 mc__base(b->file), b->line, b->ftid, mc__base(b->ffile),
+                 b->fline);
     if (mc__g.mem == MC_MEM_TSO)
         mc__sb_drain(t);
     check_free_order(b, t, file, line);

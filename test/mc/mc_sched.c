@@ -82,10 +82,18 @@ void mc__trace(const char *fmt, ...)
 
 const char *mc_fail_name(int kind)
 {
-    static const char *const names[] = {
-        "ok", "assertion failed", "deadlock", "livelock", "data race",
-        "leak", "use after free", "double free", "bad free",
-        "too many steps", "nondeterministic model", "usage error"};
+    static const char *const names[] = {"ok",
+                                        "assertion failed",
+                                        "deadlock",
+                                        "livelock",
+                                        "data race",
+                                        "leak",
+                                        "use after free",
+                                        "double free",
+                                        "bad free",
+                                        "too many steps",
+                                        "nondeterministic model",
+                                        "usage error"};
     return kind >= 0 && kind < MC_FAIL__COUNT ? names[kind] : "?";
 }
 
@@ -203,16 +211,20 @@ static int choose(int n, uint32_t allowed)
     if (s.mode == M_REPLAY) {
         pick = s.depth < s.nreplay ? s.replay[s.depth] : 0;
         if (pick >= n)
-            mc__fail(MC_FAIL_NONDET, "replay: decision %d has %d options, "
-                     "not %d", s.depth, n, pick + 1);
+            mc__fail(MC_FAIL_NONDET,
+                     "replay: decision %d has %d options, "
+                     "not %d",
+                     s.depth, n, pick + 1);
     } else if (s.mode == M_RANDOM) {
         pick = pick_allowed(allowed,
                             (int)(rng_next() % (uint64_t)popcount(allowed)));
     } else if (s.depth < s.prefix) {
         if (d->n != n || d->allowed != allowed)
-            mc__fail(MC_FAIL_NONDET, "decision %d offered %d options, %d in "
+            mc__fail(MC_FAIL_NONDET,
+                     "decision %d offered %d options, %d in "
                      "an earlier run: the model depends on something the "
-                     "checker does not control", s.depth, n, d->n);
+                     "checker does not control",
+                     s.depth, n, d->n);
         pick = d->pick;
     } else {
         pick = pick_allowed(allowed, 0);
@@ -227,9 +239,9 @@ static int choose(int n, uint32_t allowed)
 static const char *op_name(int op)
 {
     static const char *const names[] = {
-        "start", "load", "store", "swap", "cas", "rmw", "fence", "read",
-        "write", "yield", "alloc", "free", "spawn", "join", "park",
-        "unpark", "lock", "unlock", "exit", "membarrier"};
+        "start", "load",   "store", "swap",   "cas",  "rmw",       "fence",
+        "read",  "write",  "yield", "alloc",  "free", "spawn",     "join",
+        "park",  "unpark", "lock",  "unlock", "exit", "membarrier"};
     return names[op];
 }
 
@@ -248,21 +260,22 @@ static _Noreturn void end_of_options(void)
         else
             blocked++;
         if (used < sizeof buf)
-            used += (size_t)snprintf(buf + used, sizeof buf - used,
-                                     " T%d:%s%s%s at %s:%d", i,
-                                     t->yielded ? "spinning before "
-                                                : "",
-                                     op_name(t->pend.op),
-                                     t->pend.op == OP_PARK
-                                         ? " (nobody will unpark it)" : "",
-                                     mc__base(t->pend.file), t->pend.line);
+            used += (size_t)snprintf(
+                buf + used, sizeof buf - used, " T%d:%s%s%s at %s:%d", i,
+                t->yielded ? "spinning before " : "", op_name(t->pend.op),
+                t->pend.op == OP_PARK ? " (nobody will unpark it)" : "",
+                mc__base(t->pend.file), t->pend.line);
     }
     if (blocked)
-        mc__fail(MC_FAIL_DEADLOCK, "deadlock (or lost wakeup): every live "
-                 "thread is blocked:%s", buf);
+        mc__fail(MC_FAIL_DEADLOCK,
+                 "deadlock (or lost wakeup): every live "
+                 "thread is blocked:%s",
+                 buf);
     if (spinning)
-        mc__fail(MC_FAIL_LIVELOCK, "livelock: every live thread spins and "
-                 "nobody can change what they wait for:%s", buf);
+        mc__fail(MC_FAIL_LIVELOCK,
+                 "livelock: every live thread spins and "
+                 "nobody can change what they wait for:%s",
+                 buf);
     setcontext(&s.main_ctx);
     abort();
 }
@@ -326,8 +339,10 @@ void mc__point(int op, int mo, const void *addr, intptr_t arg,
     struct mc_thread *t = mc__self();
     t->pend = (struct mc_pending){op, mo, addr, arg, file, line};
     if (++s.steps > s.max_steps)
-        mc__fail(MC_FAIL_STEPS, "execution exceeded %ld steps (a spin loop "
-                 "without mc_yield?)", s.max_steps);
+        mc__fail(MC_FAIL_STEPS,
+                 "execution exceeded %ld steps (a spin loop "
+                 "without mc_yield?)",
+                 s.max_steps);
     if (s.all_points || !invisible(op))
         schedule(t);
     if (op != OP_YIELD)
@@ -474,8 +489,10 @@ void mc__mutex_lock(struct mc_mutex *m, const char *file, int line)
 void mc__mutex_unlock(struct mc_mutex *m, const char *file, int line)
 {
     if (m->owner != mc__g.cur + 1)
-        mc__fail(MC_FAIL_USAGE, "unlock of a mutex T%d does not hold at "
-                 "%s:%d", mc__g.cur, mc__base(file), line);
+        mc__fail(MC_FAIL_USAGE,
+                 "unlock of a mutex T%d does not hold at "
+                 "%s:%d",
+                 mc__g.cur, mc__base(file), line);
     mc__point(OP_UNLOCK, 0, m, 0, file, line);
     struct mc_thread *t = mc__self();
     sync_op(t);
@@ -626,9 +643,9 @@ static int name_selected(const char *name)
         return 1;
     while (*f) {
         size_t len = strcspn(f, ",");
-        if (len && f[len - 1] == '*' ? !strncmp(name, f, len - 1)
-                                     : strlen(name) == len &&
-                                           !strncmp(name, f, len))
+        if (len && f[len - 1] == '*'
+                ? !strncmp(name, f, len - 1)
+                : strlen(name) == len && !strncmp(name, f, len))
             return 1;
         f += len + (f[len] == ',');
     }
@@ -709,8 +726,8 @@ static void print_trace(const char *name, const struct mc_opts *o, int kind)
         s.execs--;
         if (again != kind)
             printf("  (the replay ended with '%s', not '%s': the model is "
-                   "not deterministic)\n", mc_fail_name(again),
-                   mc_fail_name(kind));
+                   "not deterministic)\n",
+                   mc_fail_name(again), mc_fail_name(kind));
     }
     printf("  %s\n", msg);
     printf("  replay: MC_FILTER=%s MC_MEM=%s MC_SB=%d MC_REPLAY=%s\n", name,
@@ -777,8 +794,10 @@ int mc_check(const char *name, void (*body)(void), const struct mc_opts *o)
         snprintf(how, sizeof how, "random, seed %llu",
                  (unsigned long long)opt.seed);
     else
-        snprintf(how, sizeof how, "%s%s", r ? "stopped at the failure"
-                 : exhausted ? "exhaustive" : "stopped at MC_MAX_EXECS",
+        snprintf(how, sizeof how, "%s%s",
+                 r           ? "stopped at the failure"
+                 : exhausted ? "exhaustive"
+                             : "stopped at MC_MAX_EXECS",
                  opt.preempt >= 0 ? ", preemption bound" : "");
     if (!opt.replay && opt.random <= 0 && opt.preempt >= 0)
         snprintf(how + strlen(how), sizeof how - strlen(how), " %d",

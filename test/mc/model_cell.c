@@ -43,7 +43,7 @@ static const struct fut_waker_vtable task_vt;
 static struct task *task_of(const void *data)
 {
     mc_assert(mc_block_live(data), "waker used after its last reference "
-              "was dropped");
+                                   "was dropped");
     return (struct task *)data;
 }
 

@@ -70,8 +70,7 @@ static void chan_setup(void)
 {
     tasks_reset();
     dtors = 0;
-    mc_assert(fut_mpsc_new(1, sizeof(int), count_dtor, &tx, &rx) == 0,
-              "new");
+    mc_assert(fut_mpsc_new(1, sizeof(int), count_dtor, &tx, &rx) == 0, "new");
 }
 
 static int send_one(struct fut_mpsc_tx *t, int v)

@@ -236,8 +236,8 @@ static void m_lifo_take_steal(void)
             got_owner[idx(t)]++;
     }
     mc_join(th);
-    struct fut_task *left = (struct fut_task *)fut__swap(&lifo.task, 0,
-                                                         FUT__ACQ_REL);
+    struct fut_task *left =
+        (struct fut_task *)fut__swap(&lifo.task, 0, FUT__ACQ_REL);
     if (left)
         got_owner[idx(left)]++;
     check_exactly_once(LIFO_ROUNDS);

@@ -43,8 +43,8 @@ struct msched {
     fut__aword scheduled; /* schedule() calls */
     fut__aword completed; /* unlink() calls: completions */
     fut__aword freed;
-    int drop_here;        /* what drop_here answers */
-    int worker;           /* tid of the worker (the body) */
+    int drop_here; /* what drop_here answers */
+    int worker;    /* tid of the worker (the body) */
 };
 
 static struct msched ms;
@@ -141,8 +141,8 @@ static void mfut_drop(struct fut_future *f)
     drops++;
 }
 
-static const struct fut_future_vtable mfut_vt = {mfut_poll, mfut_drop,
-                                                 "mfut", NULL};
+static const struct fut_future_vtable mfut_vt = {mfut_poll, mfut_drop, "mfut",
+                                                 NULL};
 
 static struct fut_task *task;
 static struct fut_join join;
@@ -188,8 +188,8 @@ static int worker_run(void)
     int resched = 0;
     for (;;) {
         /* Acquire: pairs with m_schedule's release. */
-        struct fut_task *t = (struct fut_task *)fut__swap(&ms.q, 0,
-                                                          FUT__ACQ_REL);
+        struct fut_task *t =
+            (struct fut_task *)fut__swap(&ms.q, 0, FUT__ACQ_REL);
         if (!t) {
             if (fut__load(&ms.completed, FUT__ACQUIRE))
                 return resched;

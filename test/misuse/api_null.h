@@ -20,8 +20,8 @@ enum api_class {
 };
 
 struct api_case {
-    const char *fn;    /* the function */
-    const char *arg;   /* the argument that is NULL */
+    const char *fn;  /* the function */
+    const char *arg; /* the argument that is NULL */
     enum api_class cls;
     long (*call)(void);
 };

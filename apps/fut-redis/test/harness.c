@@ -39,7 +39,8 @@ void harness_require(const char *const *progs)
             continue;
         printf("SKIP: '%s' is not installed (Debian: apt-get install "
                "redis-server redis-tools; scripts/test-all.sh installs "
-               "them)\n", *progs);
+               "them)\n",
+               *progs);
         exit(77);
     }
 }
@@ -182,9 +183,9 @@ void redis_server_start(struct srvproc *p, const char *sock_name)
     snprintf(p->sock, sizeof p->sock, "%s/%s", harness_dir(), sock_name);
     snprintf(p->log, sizeof p->log, "%s/redis-server.%s.log", harness_dir(),
              sock_name);
-    const char *argv[] = {"redis-server", "--port", "0", "--unixsocket",
-                          p->sock, "--save", "", "--appendonly", "no",
-                          "--daemonize", "no", NULL};
+    const char *argv[] = {"redis-server", "--port",      "0",  "--unixsocket",
+                          p->sock,        "--save",      "",   "--appendonly",
+                          "no",           "--daemonize", "no", NULL};
     p->pid = spawn(argv, p->log);
     free(wait_log(p, "Ready to accept connections"));
 }

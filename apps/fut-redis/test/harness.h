@@ -13,9 +13,9 @@
 
 struct srvproc {
     pid_t pid;
-    int port;          /* TCP port (fut-redis: read from its stderr) */
-    char sock[256];    /* Unix socket path, or "" */
-    char log[256];     /* its stdout + stderr */
+    int port;       /* TCP port (fut-redis: read from its stderr) */
+    char sock[256]; /* Unix socket path, or "" */
+    char log[256];  /* its stdout + stderr */
 };
 
 /* 1 when the Debian packages' programs are on PATH (redis-server,

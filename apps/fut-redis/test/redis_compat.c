@@ -25,18 +25,18 @@
 struct side {
     struct srvproc srv;
     const char *name;
-    pid_t sub;          /* the subscriber's redis-cli, or 0 */
+    pid_t sub; /* the subscriber's redis-cli, or 0 */
     char sub_out[300];
 };
 
 struct run {
-    struct side s[2];   /* redis-server, fut-redis */
-    const char *mode;   /* "--raw" or "--no-raw" */
+    struct side s[2]; /* redis-server, fut-redis */
+    const char *mode; /* "--raw" or "--no-raw" */
     int segment;
     char seg[64 * 1024];
     size_t seg_len;
-    int differs;        /* the segment being collected is not compared */
-    int compared;       /* segments compared */
+    int differs;  /* the segment being collected is not compared */
+    int compared; /* segments compared */
 };
 
 static size_t count_lines(const char *s)
@@ -72,11 +72,11 @@ static void compare(struct run *r, const char *what, const char *pa,
     if (strcmp(a, b) != 0) {
         char msg[1024];
         first_diff(a, b, msg, sizeof msg);
-        ck_abort_msg("%s %d differs (%s; files %s %s): %s", what,
-                     r->segment, r->mode, pa, pb, msg);
+        ck_abort_msg("%s %d differs (%s; files %s %s): %s", what, r->segment,
+                     r->mode, pa, pb, msg);
     }
-    ck_assert_msg(strlen(a) > 0 || r->seg_len == 0, "%s %d: no output",
-                  what, r->segment);
+    ck_assert_msg(strlen(a) > 0 || r->seg_len == 0, "%s %d: no output", what,
+                  r->segment);
     free(a);
     free(b);
     r->compared++;
@@ -156,8 +156,7 @@ static void endsub(struct run *r)
         waitpid(r->s[i].sub, NULL, 0);
         r->s[i].sub = 0;
     }
-    compare(r, "subscriber before segment", r->s[0].sub_out,
-            r->s[1].sub_out);
+    compare(r, "subscriber before segment", r->s[0].sub_out, r->s[1].sub_out);
 }
 
 static void directive(struct run *r, const char *line)
@@ -189,8 +188,7 @@ static void run_script(const char *mode)
     redis_server_start(&r.s[0].srv, "redis.sock");
     fut_redis_start(&r.s[1].srv, "fut.sock", NULL);
     char *script = harness_slurp(COMPAT_SCRIPT, NULL);
-    for (char *line = strtok(script, "\n"); line;
-         line = strtok(NULL, "\n")) {
+    for (char *line = strtok(script, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '#') {
             directive(&r, line);
             continue;

@@ -83,33 +83,35 @@ static size_t mutate(const struct input *a, const struct input *b,
     for (int k = (int)(next() % 4) + 1; k > 0 && n > 0; k--) {
         size_t at = next() % n;
         switch (next() % 5) {
-        case 0: out[at] ^= (uint8_t)(1u << (next() % 8)); break;
-        case 1: out[at] = "*$\r\n-:0123456789"[next() % 16]; break;
+        case 0:
+            out[at] ^= (uint8_t)(1u << (next() % 8));
+            break;
+        case 1:
+            out[at] = "*$\r\n-:0123456789"[next() % 16];
+            break;
         case 2: /* delete a run */
-            {
-                size_t len = next() % (n - at) + 1;
-                memmove(out + at, out + at + len, n - at - len);
-                n -= len;
-            }
-            break;
+        {
+            size_t len = next() % (n - at) + 1;
+            memmove(out + at, out + at + len, n - at - len);
+            n -= len;
+        } break;
         case 3: /* duplicate a run */
-            {
-                size_t len = next() % (n - at) + 1;
-                if (n + len <= cap) {
-                    memmove(out + at + len, out + at, n - at);
-                    n += len;
-                }
+        {
+            size_t len = next() % (n - at) + 1;
+            if (n + len <= cap) {
+                memmove(out + at + len, out + at, n - at);
+                n += len;
             }
-            break;
+        } break;
         default: /* splice: the tail of 'b' */
-            {
-                size_t from = b->n ? next() % b->n : 0;
-                size_t len = b->n - from;
-                if (at + len > cap)
-                    len = cap - at;
-                memcpy(out + at, b->p + from, len);
-                n = at + len;
-            }
+        {
+            size_t from = b->n ? next() % b->n : 0;
+            size_t len = b->n - from;
+            if (at + len > cap)
+                len = cap - at;
+            memcpy(out + at, b->p + from, len);
+            n = at + len;
+        }
         }
     }
     return n;
@@ -123,8 +125,8 @@ START_TEST(mutations)
     static uint8_t buf[128 * 1024];
     int iters = TEST_ITERS(20000, 4000);
     for (int i = 0; i < iters; i++) {
-        size_t len = mutate(&in[next() % n], &in[next() % n], buf,
-                            sizeof buf);
+        size_t len =
+            mutate(&in[next() % n], &in[next() % n], buf, sizeof buf);
         LLVMFuzzerTestOneInput(buf, len);
     }
     free_inputs(in, n);

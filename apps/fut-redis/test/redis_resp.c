@@ -150,7 +150,8 @@ START_TEST(replies)
     resp_add_null(&o);
     resp_add_array(&o, 2);
     resp_add_error(&o, "ERR a\r\nb");
-    const char want[] = "+OK\r\n:-42\r\n$2\r\nab\r\n$-1\r\n*2\r\n-ERR a  b\r\n";
+    const char want[] =
+        "+OK\r\n:-42\r\n$2\r\nab\r\n$-1\r\n*2\r\n-ERR a  b\r\n";
     ck_assert_int_eq(o.len, sizeof want - 1);
     ck_assert(memcmp(o.buf, want, o.len) == 0);
     resp_out_fini(&o);

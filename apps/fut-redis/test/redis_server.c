@@ -46,8 +46,8 @@ static void expect_reply(int fd, const char *req, const char *want)
     ck_assert_uint_le(n, sizeof buf);
     size_t got = client_recv(fd, buf, n);
     ck_assert_msg(got == n && memcmp(buf, want, n) == 0,
-                  "'%s': got %zu bytes '%.*s', want '%s'", req, got,
-                  (int)got, buf, want);
+                  "'%s': got %zu bytes '%.*s', want '%s'", req, got, (int)got,
+                  buf, want);
 }
 
 static void ping(const struct srvproc *p)
@@ -104,9 +104,9 @@ START_TEST(benchmark)
     char *o = harness_slurp(out, NULL);
     ck_assert_msg(st == 0, "redis-benchmark exit %d: %s", st, o);
     /* -q prints one line per test, after progress lines ending in \r */
-    static const char *tests[] = {"PING_INLINE", "PING_MBULK", "SET:",
-                                  "GET:", "INCR:", "LPUSH:", "LPOP:",
-                                  "MSET (10 keys):"};
+    static const char *tests[] = {
+        "PING_INLINE", "PING_MBULK", "SET:",  "GET:",
+        "INCR:",       "LPUSH:",     "LPOP:", "MSET (10 keys):"};
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         const char *t = strstr(o, tests[i]);
         ck_assert_msg(t && strstr(t, "requests per second"),
@@ -155,8 +155,10 @@ START_TEST(clients10k)
     char buf[128];
     size_t n;
     ck_assert_int_eq(client_recv_eof(extra, buf, sizeof buf, &n), 0);
-    ck_assert_msg(n == 36 && !memcmp(buf, "-ERR max number of clients "
-                                          "reached\r\n", 36),
+    ck_assert_msg(n == 36 && !memcmp(buf,
+                                     "-ERR max number of clients "
+                                     "reached\r\n",
+                                     36),
                   "got '%.*s'", (int)n, buf);
     close(extra);
     /* the held clients still work; one gone makes room for another */
@@ -200,8 +202,10 @@ START_TEST(slow_subscriber)
     ck_assert_int_ge(pub, 0);
     ck_assert_int_ge(other, 0);
     static char req[PAYLOAD + 64];
-    int hdr = snprintf(req, sizeof req, "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n"
-                                        "$%d\r\n", PAYLOAD);
+    int hdr = snprintf(req, sizeof req,
+                       "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n"
+                       "$%d\r\n",
+                       PAYLOAD);
     memset(req + hdr, 'x', PAYLOAD);
     memcpy(req + hdr + PAYLOAD, "\r\n", 2);
     size_t reqlen = (size_t)hdr + PAYLOAD + 2;
@@ -220,7 +224,8 @@ START_TEST(slow_subscriber)
     }
     ck_assert_msg(i < max, "the subscriber was never cut off");
     ck_assert_int_eq(info_field(&p, "client_output_buffer_limit_"
-                                    "disconnections"), 1);
+                                    "disconnections"),
+                     1);
     expect_reply(other, "PING\r\n", "+PONG\r\n");
     /* the subscriber finds the end of its stream after what was sent */
     static char sink[1 << 16];
@@ -249,8 +254,10 @@ START_TEST(soft_limit)
     expect_reply(sub, "SUBSCRIBE ch\r\n",
                  "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
     static char req[PAYLOAD + 64];
-    int hdr = snprintf(req, sizeof req, "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n"
-                                        "$%d\r\n", PAYLOAD);
+    int hdr = snprintf(req, sizeof req,
+                       "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n"
+                       "$%d\r\n",
+                       PAYLOAD);
     memset(req + hdr, 'x', PAYLOAD);
     memcpy(req + hdr + PAYLOAD, "\r\n", 2);
     int64_t t0 = now_ms();
@@ -266,7 +273,8 @@ START_TEST(soft_limit)
     ck_assert_msg(i < 200, "the soft limit never cut the subscriber");
     ck_assert_int_ge(now_ms() - t0, 1000); /* not before its second */
     ck_assert_int_eq(info_field(&p, "client_output_buffer_limit_"
-                                    "disconnections"), 1);
+                                    "disconnections"),
+                     1);
     close(sub);
     close(pub);
     ck_assert_int_eq(srv_stop(&p), 0);
@@ -380,8 +388,10 @@ START_TEST(maxmemory)
     static char req[100 * 1024 + 64];
     int i, oom = 0;
     for (i = 0; i < 100 && !oom; i++) { /* 100 KB values, 10 MB at most */
-        int h = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$6\r\nk%05d\r\n"
-                                          "$%d\r\n", i, 100 * 1024);
+        int h = snprintf(req, sizeof req,
+                         "*3\r\n$3\r\nSET\r\n$6\r\nk%05d\r\n"
+                         "$%d\r\n",
+                         i, 100 * 1024);
         memset(req + h, 'v', 100 * 1024);
         memcpy(req + h + 100 * 1024, "\r\n", 2);
         ck_assert_int_eq(client_send(fd, req, (size_t)h + 100 * 1024 + 2), 0);
@@ -400,8 +410,9 @@ START_TEST(maxmemory)
     }
     ck_assert_msg(oom && i > 10 && i < 40, "OOM after %d SETs", i);
     expect_reply(fd, "STRLEN k00000\r\n", ":102400\r\n");
-    expect_reply(fd, "INCR n\r\n", "-OOM command not allowed when used "
-                                   "memory > 'maxmemory'.\r\n");
+    expect_reply(fd, "INCR n\r\n",
+                 "-OOM command not allowed when used "
+                 "memory > 'maxmemory'.\r\n");
     expect_reply(fd, "DEL k00000 k00001 k00002 k00003 k00004 k00005\r\n",
                  ":6\r\n");
     expect_reply(fd, "INCR n\r\n", ":1\r\n"); /* below the limit again */
@@ -424,15 +435,16 @@ START_TEST(graceful_shutdown)
      * written when the signal comes (the client reads nothing yet) */
     static char req[4 * 1024 * 1024 + 64];
     size_t vlen = 4 * 1024 * 1024;
-    int h = snprintf(req, sizeof req, "*3\r\n$3\r\nSET\r\n$1\r\nv\r\n$%zu\r\n",
-                     vlen);
+    int h = snprintf(req, sizeof req,
+                     "*3\r\n$3\r\nSET\r\n$1\r\nv\r\n$%zu\r\n", vlen);
     memset(req + h, 'z', vlen);
     memcpy(req + h + vlen, "\r\n", 2);
     ck_assert_int_eq(client_send(fd, req, (size_t)h + vlen + 2), 0);
     char ok[5];
     ck_assert_uint_eq(client_recv(fd, ok, 5), 5);
-    const char gets[] = "GET v\r\nGET v\r\nGET v\r\nGET v\r\nGET v\r\nGET v\r\n"
-                        "GET v\r\nGET v\r\n";
+    const char gets[] =
+        "GET v\r\nGET v\r\nGET v\r\nGET v\r\nGET v\r\nGET v\r\n"
+        "GET v\r\nGET v\r\n";
     ck_assert_int_eq(client_send(fd, gets, sizeof gets - 1), 0);
     usleep(200000);
     kill(p.pid, SIGTERM);
@@ -477,8 +489,8 @@ static void writer(const struct srvproc *p)
     char buf[8];
     for (int i = 0; i < ROUNDS; i++) {
         int del = i % 4 == 3;
-        size_t n = keys_req(req, sizeof req, del ? "DEL" : "MSET",
-                            del ? -1 : i);
+        size_t n =
+            keys_req(req, sizeof req, del ? "DEL" : "MSET", del ? -1 : i);
         if (client_send(fd, req, n) != 0 ||
             client_recv(fd, buf, del ? 4 : 5) == 0) /* ":N\r\n" "+OK\r\n" */
             _exit(1);
@@ -542,8 +554,8 @@ START_TEST(multikey)
                 line(&r, l + strlen(l), sizeof l - strlen(l));
             if (k == 0)
                 snprintf(first, sizeof first, "%s", l);
-            ck_assert_msg(!strcmp(l, first), "MGET saw k0=%s k%d=%s",
-                          first, k, l);
+            ck_assert_msg(!strcmp(l, first), "MGET saw k0=%s k%d=%s", first,
+                          k, l);
         }
         ck_assert_int_eq(client_send(fd, exists, ne), 0);
         line(&r, l, sizeof l);
@@ -572,8 +584,8 @@ static int run_cmdline_sig(const char *args, const char *sig, char **err)
     char log[300];
     snprintf(log, sizeof log, "%s/cmdline.log", harness_dir());
     int st = harness_sh("env -u FUT_IO_BACKEND timeout --preserve-status "
-                        "-s %s 3 %s %s > %s 2>&1", sig, FUT_REDIS_BIN, args,
-                        log);
+                        "-s %s 3 %s %s > %s 2>&1",
+                        sig, FUT_REDIS_BIN, args, log);
     *err = harness_slurp(log, NULL);
     return st;
 }
@@ -610,8 +622,8 @@ START_TEST(cmdline)
     free(err);
     /* --io-backend epoll runs on epoll and says so; SIGINT (Ctrl-C) is
      * a graceful shutdown too */
-    ck_assert_int_eq(run_cmdline_sig("--port 0 --io-backend epoll", "INT",
-                                     &err), 0);
+    ck_assert_int_eq(
+        run_cmdline_sig("--port 0 --io-backend epoll", "INT", &err), 0);
     ck_assert_msg(strstr(err, "backend: epoll\n"), "%s", err);
     ck_assert_msg(strstr(err, "signal 2: shutting down"), "%s", err);
     free(err);

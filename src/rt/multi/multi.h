@@ -118,9 +118,9 @@
 #include "rt/slab.h"
 #include "util/mutex.h"
 
-#define DIRECT 0x80000000u  /* size_class: DIRECT | bytes from fut__alloc */
-#define SLAB_HOME_SHIFT 8   /* size_class: class | (home + 1) << 8 */
-#define HOME_SHIFT 4        /* flags: TASK_F_LOCAL | (home + 1) << 4 */
+#define DIRECT 0x80000000u /* size_class: DIRECT | bytes from fut__alloc */
+#define SLAB_HOME_SHIFT 8  /* size_class: class | (home + 1) << 8 */
+#define HOME_SHIFT 4       /* flags: TASK_F_LOCAL | (home + 1) << 4 */
 
 #define SEARCH_MASK ((uintptr_t)0xffff)
 #define UNPARK_ONE ((uintptr_t)1 << 16)
@@ -132,12 +132,24 @@ enum { P_EMPTY = 0, P_FUTEX = 1, P_DRIVER = 2, P_NOTIFIED = 3 };
  * store; ST_REMOTE too, counted by the owner in rl_drain), read by
  * anyone (stats.c; steal.c reads ST_POLLS, rt/lifo.h ST_POLLS_DONE). */
 enum {
-    ST_SPAWNED, ST_FREED, ST_ALIVE, ST_POLLS, ST_PARKS, ST_UNPARKS,
-    ST_STEALS, ST_STOLEN, ST_LIFO, ST_GLOBAL, ST_BUDGET, ST_REMOTE,
-    ST_BLOCKS, ST_BLOCKS_FREED, /* block pool: allocated here, freed here */
-    ST_POLLS_DONE, /* polls finished (release: see run_one) */
-    ST_SPINS, ST_SPIN_HITS, /* park spins, and those a wake ended */
-    ST_SPIN_NS, /* a gauge: the next park spin's bound (0: never) */
+    ST_SPAWNED,
+    ST_FREED,
+    ST_ALIVE,
+    ST_POLLS,
+    ST_PARKS,
+    ST_UNPARKS,
+    ST_STEALS,
+    ST_STOLEN,
+    ST_LIFO,
+    ST_GLOBAL,
+    ST_BUDGET,
+    ST_REMOTE,
+    ST_BLOCKS,
+    ST_BLOCKS_FREED, /* block pool: allocated here, freed here */
+    ST_POLLS_DONE,   /* polls finished (release: see run_one) */
+    ST_SPINS,
+    ST_SPIN_HITS, /* park spins, and those a wake ended */
+    ST_SPIN_NS,   /* a gauge: the next park spin's bound (0: never) */
     ST__COUNT
 };
 
@@ -214,14 +226,14 @@ struct mt_worker {
     uint32_t countdown; /* ticks to the next maintenance (no division) */
     uint64_t rng;       /* search's random start (worker.c) */
     struct fut_task *lq_head, *lq_tail; /* thread-affine run queue */
-    struct fut__list owned;       /* live tasks homed here */
-    struct fut__list owned_local; /* the thread-affine ones */
-    uintptr_t n_alive;            /* spawn.c */
-    struct seen *seen;            /* per peer (steal.c) */
-    struct fut__slab tslab;       /* task memory (cache-line blocks) */
-    struct fut__slab slab;        /* the block pool's memory */
-    struct fut__blockpool pool;   /* fut__tls_pool on this worker */
-    pthread_t thread;             /* create.c; joined by shutdown.c */
+    struct fut__list owned;             /* live tasks homed here */
+    struct fut__list owned_local;       /* the thread-affine ones */
+    uintptr_t n_alive;                  /* spawn.c */
+    struct seen *seen;                  /* per peer (steal.c) */
+    struct fut__slab tslab;             /* task memory (cache-line blocks) */
+    struct fut__slab slab;              /* the block pool's memory */
+    struct fut__blockpool pool;         /* fut__tls_pool on this worker */
+    pthread_t thread;                   /* create.c; joined by shutdown.c */
 };
 
 /* The scheduler. The configuration and 'w' are written by create.c
@@ -241,19 +253,19 @@ struct mt_sched {
     /* injection queue and the foreign-spawned tasks (inject.c; spawn.c
      * spawn_foreign and unlink; shutdown.c; dump.c reads 'foreign') */
     fut__mutex inject_lock;
-    struct fut_task *ihead, *itail;  /* under inject_lock */
-    struct fut__list foreign;        /* tasks (inject_lock) */
-    int closed;                      /* no spawns (inject_lock) */
-    fut__aword inject_n;             /* length hint, stored under the lock */
-    fut__aword closing;              /* 'closed' for lock-free readers */
-    fut__aword stop;                 /* workers exit (shutdown.c) */
+    struct fut_task *ihead, *itail; /* under inject_lock */
+    struct fut__list foreign;       /* tasks (inject_lock) */
+    int closed;                     /* no spawns (inject_lock) */
+    fut__aword inject_n;            /* length hint, stored under the lock */
+    fut__aword closing;             /* 'closed' for lock-free readers */
+    fut__aword stop;                /* workers exit (shutdown.c) */
     /* idle (idle.c; the owner's to_parked and unpark_self included) */
-    fut__aword idle;                 /* (unparked << 16) | searching */
+    fut__aword idle; /* (unparked << 16) | searching */
     fut__mutex sleep_lock;
-    int *sleepers;                   /* under sleep_lock */
+    int *sleepers; /* under sleep_lock */
     int nsleepers;
-    fut__aword watcher;              /* index + 1, or 0 (CAS) */
-    fut__aword driver_lock;          /* 1 while a worker uses the driver */
+    fut__aword watcher;     /* index + 1, or 0 (CAS) */
+    fut__aword driver_lock; /* 1 while a worker uses the driver */
     /* Per-worker rings: workers past fut__mt_worker_exit (shutdown.c);
      * the barrier's count, written by mt_start before any stop. */
     fut__aword rings_out;
@@ -263,7 +275,7 @@ struct mt_sched {
     fut__aword refs;
     fut__aword f_spawned, f_freed, f_remote; /* f_freed: RMW; the others
                                                 under inject_lock */
-    fut__aword f_handoff;            /* written under sleep_lock */
+    fut__aword f_handoff;                    /* written under sleep_lock */
 };
 
 /* The worker running on this thread (worker.c sets it), and the runtime
@@ -350,8 +362,8 @@ static inline void fifo_push_list(struct fut_task **head,
     *tail = last;
 }
 
-static inline void fifo_push(struct fut_task **head,
-                             struct fut_task **tail, struct fut_task *t)
+static inline void fifo_push(struct fut_task **head, struct fut_task **tail,
+                             struct fut_task *t)
 {
     fifo_push_list(head, tail, t, t);
 }
@@ -429,14 +441,12 @@ static inline void unpark_worker(struct mt_worker *w)
         fut__store(&w->wake_ns, (uintptr_t)fut_now_ns(), FUT__RELAXED);
         syscall(SYS_futex, futex_word(&w->pstate), FUTEX_WAKE_PRIVATE, 1,
                 NULL, NULL, 0);
-    }
-    else if (prev == P_DRIVER) {
+    } else if (prev == P_DRIVER) {
         struct fut__driver *d = w->m->base.driver;
         if (d->rings) { /* parked on its own ring; wake_ns as above */
             fut__store(&w->wake_ns, (uintptr_t)fut_now_ns(), FUT__RELAXED);
             d->vt->unpark_ring(d, w->index);
-        }
-        else
+        } else
             d->vt->unpark(d);
     }
 }
@@ -473,8 +483,7 @@ static inline int need_watch(struct mt_sched *m)
     /* Seq_cst: ordered with the watcher's release and re-read of 'idle'
      * (see the rules: an unparking worker is never left unwatched). */
     uintptr_t cur = fut__load(&m->watcher, FUT__SEQ_CST);
-    return cur == 0 ||
-           !fut__load(&m->w[cur - 1].sleeping, FUT__SEQ_CST);
+    return cur == 0 || !fut__load(&m->w[cur - 1].sleeping, FUT__SEQ_CST);
 }
 
 static inline int any_lifo(struct mt_sched *m)
@@ -511,8 +520,7 @@ void fut__mt_inject_push_list(struct mt_sched *m, struct fut_task *first,
                               struct fut_task *last, unsigned n);
 struct fut_task *fut__mt_inject_take(struct mt_sched *m, unsigned max,
                                      unsigned *got);
-struct fut_task *fut__mt_inject_pop_batch(struct mt_worker *w,
-                                          uintptr_t len);
+struct fut_task *fut__mt_inject_pop_batch(struct mt_worker *w, uintptr_t len);
 
 /* schedule.c: fut__sched_vt.schedule. */
 void fut__mt_schedule(struct fut__sched *s, struct fut_task *t);
@@ -552,7 +560,6 @@ void fut__mt_stats(struct fut__sched *s, struct fut_rt_stats *out);
 int fut__mt_workers(struct fut__sched *s);
 int fut__mt_worker_stats(struct fut__sched *s, int worker,
                          struct fut_rt_stats *out);
-
 
 /* dump.c: fut__sched_vt.each_task. */
 int fut__mt_each_task(struct fut__sched *s, fut__each_task_fn fn, void *ud);

@@ -140,8 +140,8 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
      * we RMW'd 'idle' and fenced (park_worker) before reading it - one
      * of the two sees the other, so either we take the driver or the
      * registration wakes a sleeper to come and drive (Dekker). */
-    int drv = use_driver && d &&
-              !fut__load(&d->undriven, FUT__SEQ_CST) && driver_trylock(m);
+    int drv = use_driver && d && !fut__load(&d->undriven, FUT__SEQ_CST) &&
+              driver_trylock(m);
     if (drv && d->vt->idle(d)) {
         /* Nothing to wait for in epoll: sleep on our futex, which a
          * cross-thread wake reaches for less than the driver's eventfd

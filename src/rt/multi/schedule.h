@@ -54,8 +54,8 @@ FUT__HOT_INLINE void push_ring(struct mt_worker *w, struct fut_task *t,
     if (!fut__ring_try_push(&w->ring, t, &was_empty)) {
         unsigned n;
         struct fut_task *last;
-        struct fut_task *ov = fut__ring_push_ex(&w->ring, t, &last, &n,
-                                                &was_empty);
+        struct fut_task *ov =
+            fut__ring_push_ex(&w->ring, t, &last, &n, &was_empty);
         if (ov) {
             fut__mt_inject_push_list(m, ov, last, n);
             return;

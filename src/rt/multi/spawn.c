@@ -61,8 +61,8 @@ static int spawn_worker(struct mt_worker *w, const struct fut_future *f,
 }
 
 static int spawn_foreign(struct mt_sched *m, const struct fut_future *f,
-                         size_t size, struct fut_join *join,
-                         const char *file, int line)
+                         size_t size, struct fut_join *join, const char *file,
+                         int line)
 {
     size_t bytes = FUT__TASK_HDR + size;
     struct fut_task *t = fut__alloc(bytes);
@@ -120,7 +120,7 @@ int fut__mt_block_on(struct fut__sched *s, struct fut_future *f)
 {
     struct mt_sched *m = mt_of(s);
     if (fut__tls_sched == s)
-        return FUT_EBUSY; /* on a worker, or nested */
+        return FUT_EBUSY;                      /* on a worker, or nested */
     fut__fetch_add(&m->refs, 1, FUT__RELAXED); /* the handle holds one */
     struct fut__sched *saved = fut__tls_sched;
     fut__tls_sched = s; /* spawns from 'f' go to this runtime */
@@ -202,8 +202,7 @@ void fut__mt_free_task(struct fut__sched *s, struct fut_task *t)
 
 /* The block pool of worker 'h': its slab, on its own thread (alloc);
  * freed from anywhere. Blocks pin the scheduler like tasks do. */
-void *fut__mt_pool_alloc(struct fut__blockpool *p, size_t size,
-                         uint32_t *cls)
+void *fut__mt_pool_alloc(struct fut__blockpool *p, size_t size, uint32_t *cls)
 {
     struct mt_worker *h = fut__container_of(p, struct mt_worker, pool);
     void *b = fut__slab_alloc(&h->slab, size, cls);
@@ -213,7 +212,7 @@ void *fut__mt_pool_alloc(struct fut__blockpool *p, size_t size,
 }
 
 void fut__mt_pool_free(struct fut__blockpool *p, void *b, uint32_t cls,
-                      size_t size)
+                       size_t size)
 {
     struct mt_worker *h = fut__container_of(p, struct mt_worker, pool);
     struct mt_sched *m = h->m;

@@ -76,8 +76,8 @@ struct fut_task *fut__mt_steal_stuck(struct mt_worker *w)
         if (t)
             return t;
         /* Only while it is inside a poll (rt/lifo.h's rules). */
-        t = fut__lifo_steal(&v->lifo, &v->st[ST_POLLS],
-                            &v->st[ST_POLLS_DONE], m->asym);
+        t = fut__lifo_steal(&v->lifo, &v->st[ST_POLLS], &v->st[ST_POLLS_DONE],
+                            m->asym);
         if (t) {
             stat_inc(w, ST_STEALS);
             stat_inc(w, ST_STOLEN);

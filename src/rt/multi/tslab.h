@@ -10,11 +10,11 @@
 
 #include "rt/multi/multi.h"
 
-_Static_assert(TS_CLASSES <= FUT__SLAB_CLASSES, "a line class past the free lists");
+_Static_assert(TS_CLASSES <= FUT__SLAB_CLASSES,
+               "a line class past the free lists");
 
 /* Owner. '*cls' = 1..TS_CLASSES, or 0 for a block from the hook. */
-static inline void *ts_alloc(struct fut__slab *s, size_t bytes,
-                             uint32_t *cls)
+static inline void *ts_alloc(struct fut__slab *s, size_t bytes, uint32_t *cls)
 {
     uint32_t c = (uint32_t)((bytes + TS_LINE - 1) / TS_LINE);
     if (c > TS_CLASSES) {

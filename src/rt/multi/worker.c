@@ -19,8 +19,7 @@ static int has_other_work(struct mt_worker *w)
 
 static int has_own_work(struct mt_worker *w)
 {
-    return w->lq_head || fut__load(&w->rl, FUT__RELAXED) ||
-           has_other_work(w);
+    return w->lq_head || fut__load(&w->rl, FUT__RELAXED) || has_other_work(w);
 }
 
 static void poll_driver(struct mt_worker *w)
@@ -97,8 +96,7 @@ static struct fut_task *next_task(struct mt_worker *w)
 
 /* Out of work: become a searcher (unless half the workers search
  * already) and steal, else take from the injection queue. */
-__attribute__((noinline)) static struct fut_task *search(
-    struct mt_worker *w)
+__attribute__((noinline)) static struct fut_task *search(struct mt_worker *w)
 {
     if (!w->searching && !fut__mt_to_searching(w))
         return NULL;
@@ -141,8 +139,8 @@ static int run_parked(struct mt_worker *w)
 
 /* Parks until there is work. Returns a task found while parked (the
  * watcher stealing from a stuck worker) or NULL. */
-__attribute__((noinline)) static struct fut_task *park_worker(
-    struct mt_worker *w)
+__attribute__((noinline)) static struct fut_task *
+park_worker(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
     fut__mt_drain_unlinks(w);
