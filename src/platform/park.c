@@ -8,31 +8,15 @@
  *   EMPTY -> NOTIFIED  an unparker, no syscall (the permit is stored)
  *   * -> EMPTY         the parking thread, when it returns
  */
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "internal.h"
 #include "platform/park.h"
+#include "platform/sys.h"
 
 enum { EMPTY = 0, PARKED = 1, NOTIFIED = 2 };
 
 void fut__parker_init(struct fut__parker *p)
 {
     fut__futex_init(&p->state, EMPTY);
-}
-
-static void futex_wait(fut__futex_word *addr, uint32_t val, int64_t ns)
-{
-    struct timespec ts, *tp = NULL;
-    if (ns >= 0) {
-        ts.tv_sec = ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        tp = &ts;
-    }
-    syscall(SYS_futex, fut__futex_addr(addr), FUTEX_WAIT_PRIVATE, val, tp,
-            NULL, 0);
 }
 
 void fut__parker_park(struct fut__parker *p, int64_t timeout_ns)
@@ -49,7 +33,7 @@ void fut__parker_park(struct fut__parker *p, int64_t timeout_ns)
         fut__futex_store(&p->state, EMPTY, FUT__RELAXED);
         return; /* notified in between */
     }
-    futex_wait(&p->state, PARKED, timeout_ns);
+    fut__sys_futex_wait(fut__futex_addr(&p->state), PARKED, timeout_ns);
     /* Acquire: pairs with the unparker's release. */
     fut__futex_swap(&p->state, EMPTY, FUT__ACQUIRE);
 }
@@ -58,6 +42,5 @@ void fut__parker_unpark(struct fut__parker *p)
 {
     /* Release: pairs with park's acquire exchange. */
     if (fut__futex_swap(&p->state, NOTIFIED, FUT__RELEASE) == PARKED)
-        syscall(SYS_futex, fut__futex_addr(&p->state), FUTEX_WAKE_PRIVATE, 1,
-                NULL, NULL, 0);
+        fut__sys_futex_wake(fut__futex_addr(&p->state), 1);
 }

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
@@ -430,6 +431,22 @@ void fut__sys_eventfd_signal(int fd)
         fut__sys_read(fd, &v, sizeof v);
         fut__sys_write(fd, &one, sizeof one);
     }
+}
+
+void fut__sys_futex_wait(uint32_t *word, uint32_t val, int64_t timeout_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = timeout_ns / 1000000000;
+        ts.tv_nsec = timeout_ns % 1000000000;
+        tp = &ts;
+    }
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+}
+
+void fut__sys_futex_wake(uint32_t *word, int n)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 int fut__sys_signalfd(const sigset_t *mask)

@@ -169,6 +169,13 @@ int fut__sys_eventfd(void);
 /* Adds 1 to eventfd 'fd' (a wake); a counter saturated because nobody
  * reads it (watchers are edge-triggered) is reset first. */
 void fut__sys_eventfd_signal(int fd);
+/* futex(2), private to the process, on the 32-bit word at 'word': sleeps
+ * while the word holds 'val', at most 'timeout_ns' (< 0: no limit).
+ * Returns on a wake, the timeout, a signal, or at once when the word
+ * differs: every caller re-reads its state, so the reason is not given. */
+void fut__sys_futex_wait(uint32_t *word, uint32_t val, int64_t timeout_ns);
+/* Wakes at most 'n' sleepers of fut__sys_futex_wait on 'word'. */
+void fut__sys_futex_wake(uint32_t *word, int n);
 int fut__sys_signalfd(const sigset_t *mask);
 int fut__sys_open(const char *path, int flags, int mode);
 ssize_t fut__sys_pread(int fd, void *buf, size_t len, off_t off);

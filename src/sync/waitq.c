@@ -27,10 +27,7 @@
  * this protocol would be covered there (a mutation that drops the second
  * CAS survives the mpsc models); the protocol is kept whole anyway.
  */
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include "platform/sys.h"
 #include "sync/waitq.h"
 
 /* ------------------------------------------------------------------ lock */
@@ -40,9 +37,10 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the futex word is the low half of the lock word");
 
-static void futex(fut__aword *w, int op, uint32_t val)
+/* The futex word: the low half of the lock word. */
+static uint32_t *futex_word(fut__aword *w)
 {
-    syscall(SYS_futex, (uint32_t *)(void *)w, op, val, NULL, NULL, 0);
+    return (uint32_t *)(void *)w;
 }
 
 /* Contended acquire: spin a little (the critical sections here are a few
@@ -60,12 +58,12 @@ void fut__lock_slow(struct fut__lock *l)
      * release wake a sleeper; we may have taken the lock with 2 in it,
      * which only costs one spurious FUTEX_WAKE. */
     while (fut__swap(&l->w, 2, FUT__ACQUIRE) != 0)
-        futex(&l->w, FUTEX_WAIT_PRIVATE, 2);
+        fut__sys_futex_wait(futex_word(&l->w), 2, -1);
 }
 
 void fut__lock_wake(struct fut__lock *l)
 {
-    futex(&l->w, FUTEX_WAKE_PRIVATE, 1);
+    fut__sys_futex_wake(futex_word(&l->w), 1);
 }
 
 #else /* FUT_MODEL_CHECK: the checker schedules the spin */

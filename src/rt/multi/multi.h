@@ -106,11 +106,10 @@
 #ifndef FUT_RT_MULTI_H
 #define FUT_RT_MULTI_H
 
-#include <linux/futex.h>
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "platform/sys.h"
 #include "rt/lifo.h"
 #include "rt/park_spin.h"
 #include "rt/queue.h"
@@ -439,8 +438,7 @@ static inline void unpark_worker(struct mt_worker *w)
          * here could miss on a line the worker writes; the clock read
          * is ~20 ns against the syscall's microseconds). */
         fut__store(&w->wake_ns, (uintptr_t)fut_now_ns(), FUT__RELAXED);
-        syscall(SYS_futex, futex_word(&w->pstate), FUTEX_WAKE_PRIVATE, 1,
-                NULL, NULL, 0);
+        fut__sys_futex_wake(futex_word(&w->pstate), 1);
     } else if (prev == P_DRIVER) {
         struct fut__driver *d = w->m->base.driver;
         if (d->rings) { /* parked on its own ring; wake_ns as above */

@@ -6,17 +6,6 @@
 
 #include "rt/multi/multi.h"
 
-static void futex_wait(fut__aword *a, uint32_t val, int64_t ns)
-{
-    struct timespec ts, *tp = NULL;
-    if (ns >= 0) {
-        ts.tv_sec = ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        tp = &ts;
-    }
-    syscall(SYS_futex, futex_word(a), FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
-}
-
 /* Park spin (docs/scheduler.md): before it sleeps, a worker watches its
  * parker for up to its spin bound; an unparker that finds it EMPTY
  * meanwhile leaves the permit without a syscall, and the worker takes it
@@ -180,7 +169,7 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
         w->in_driver = 0;
         driver_unlock(m);
     } else {
-        futex_wait(&w->pstate, P_FUTEX, timeout_ns);
+        fut__sys_futex_wait(futex_word(&w->pstate), P_FUTEX, timeout_ns);
     }
     fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
     if (learn)
