@@ -365,10 +365,19 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
     t->flags = local ? 0 : TASK_F_UNLINKED | TASK_F_FOREIGN;
     if (!local) /* the task's (see the rules) */
         fut__fetch_add(&c->refs, 1, FUT__RELAXED);
+    /* The handle before the task is queued: from another thread, the
+     * runtime's thread may poll it at once, and the task may read its
+     * own handle (fut_join_abort). */
+    if (join)
+        fut__join_init(join, t);
     if (local) {
         link_owned(c, t);
         push_local(c, t);
     } else if (!push_remote(c, t)) {
+        if (join) { /* never published: the handle goes back to empty */
+            FUT_HANDLE_END(t, join->gen, "fut_spawn");
+            fut__join_init(join, NULL);
+        }
         fut__free(t, bytes);
         ct_ref_dec(c);
         return FUT_ESHUTDOWN;
@@ -377,8 +386,6 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
         stat_inc(&c->n_spawned);
     else
         fut__fetch_add(&c->n_spawned_foreign, 1, FUT__RELAXED);
-    if (join)
-        fut__join_init(join, t);
     return 0;
 }
 

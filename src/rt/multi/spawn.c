@@ -83,6 +83,10 @@ static int spawn_foreign(struct mt_sched *m, const struct fut_future *f,
         release_refs(m, 2);
         return FUT_ESHUTDOWN;
     }
+    /* The handle before the task is published: a worker may poll it at
+     * once, and the task may read its own handle (fut_join_abort). */
+    if (join)
+        fut__join_init(join, t);
     list_add(&m->foreign, t);
     fifo_push(&m->ihead, &m->itail, t);
     fut__store(&m->inject_n, fut__load(&m->inject_n, FUT__RELAXED) + 1,
@@ -92,8 +96,6 @@ static int spawn_foreign(struct mt_sched *m, const struct fut_future *f,
     fut__store(&m->f_spawned, fut__load(&m->f_spawned, FUT__RELAXED) + 1,
                FUT__RELAXED);
     fut__mutex_unlock(&m->inject_lock);
-    if (join)
-        fut__join_init(join, t);
     notify_parked(m);
     release_refs(m, 1);
     return 0;
