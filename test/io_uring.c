@@ -818,6 +818,31 @@ START_TEST(probe_emfile_not_kept)
 }
 END_TEST
 
+/* AUTO on the multi-thread runtime is epoll: a ring per worker is
+ * reaped by its worker only, so one long poll there would stall the
+ * connections of its ring. io_uring asked for still gets the rings. */
+START_TEST(probe_auto_multi_thread_epoll)
+{
+    unsetenv("FUT_IO_BACKEND");
+    fut__uring_probe_forget();
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.flavor = FUT_RT_MULTI_THREAD;
+    cfg.workers = 2;
+    struct fut_runtime *rt = NULL;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), 0); /* AUTO */
+    ck_assert_str_eq(fut_runtime_backend(rt), "epoll");
+    ck_assert_msg(strstr(fut_io_backend_error(), "multi-thread"), "why: %s",
+                  fut_io_backend_error());
+    fut_runtime_free(rt);
+    cfg.io_backend = FUT_IO_URING;
+    rt = NULL;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), 0);
+    ck_assert_str_eq(fut_runtime_backend(rt), "io_uring");
+    fut_runtime_free(rt);
+}
+END_TEST
+
 int main(void)
 {
     struct fut_rt_config cfg;
@@ -847,6 +872,7 @@ int main(void)
     tc = fut_test_tcase(s, "probe");
     tcase_add_test(tc, probe_needs_multishot_recv);
     tcase_add_test(tc, probe_emfile_not_kept);
+    tcase_add_test(tc, probe_auto_multi_thread_epoll);
     tc = fut_test_tcase(s, "faults");
     tcase_add_test(tc, faults_break_only_their_connection);
     tcase_add_test(tc, benign_faults_lose_nothing);

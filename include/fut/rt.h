@@ -32,8 +32,9 @@ enum fut_io_backend_kind {
     FUT_IO_AUTO = 0,  /**< io_uring when it can be had (a build with
                          liburing, a kernel that allows it and has
                          multishot RECV from a buffer ring (6.0), not
-                         under valgrind; multi-thread: a ring per
-                         worker), else epoll */
+                         under valgrind) on a current-thread runtime,
+                         else epoll (the multi-thread runtime: epoll,
+                         docs/io.md "Choosing the backend") */
     FUT_IO_EPOLL = 1, /**< readiness: epoll, edge-triggered */
     FUT_IO_URING = 2  /**< completion: io_uring; fut_runtime_new fails with
                          FUT_ENOSYS / FUT_EPERM (or -EMFILE, FUT_ENOMEM

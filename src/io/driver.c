@@ -471,9 +471,13 @@ static int under_valgrind(void)
 #endif
 
 /* AUTO: io_uring when this build has it and a probe ring with the
- * features backend_uring.c uses can be set up (not under valgrind); else
- * epoll. An explicit io_uring that cannot be had fails (never a silent
- * fallback). A multi-thread runtime gets one ring per worker. */
+ * features backend_uring.c uses can be set up (not under valgrind, not
+ * on the multi-thread runtime); else epoll. An explicit io_uring that
+ * cannot be had fails (never a silent fallback). A multi-thread runtime
+ * asked for io_uring gets one ring per worker, whose completions only
+ * that worker reaps (DEFER_TASKRUN): while it runs one long poll, the
+ * connections of its ring wait - so AUTO does not pick it (docs/io.md,
+ * "What a busy task can delay"). */
 static int pick_backend(const struct fut_rt_config *cfg,
                         const struct fut__backend_vt **out)
 {
@@ -491,6 +495,13 @@ static int pick_backend(const struct fut_rt_config *cfg,
         backend_why = "io_uring: not chosen by AUTO under valgrind (it runs "
                       "io_uring_enter holding its thread lock: a blocked "
                       "wait stalls every other thread)";
+        return 0;
+    }
+    if (kind == FUT_IO_AUTO && cfg->flavor == FUT_RT_MULTI_THREAD) {
+        backend_why = "io_uring: not chosen by AUTO on the multi-thread "
+                      "runtime (a ring per worker is served by its worker "
+                      "only: one long poll would stall the connections of "
+                      "its ring)";
         return 0;
     }
     const char *why = NULL;
