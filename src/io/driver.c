@@ -261,7 +261,10 @@ static void auto_advance(struct fut__iodrv *d)
 static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
                        uint32_t *tick, int evfd, int64_t timeout_ns)
 {
-
+    /* One thread in the driver at a time: a plain increment (the
+     * monitor reads it, rt/multi/monitor.c). */
+    fut__store(&d->base.turns, fut__load(&d->base.turns, FUT__RELAXED) + 1,
+               FUT__RELAXED);
     fut__mutex_lock(&d->lock);
     struct fut__io *dead = d->release;
     d->release = NULL;
@@ -579,6 +582,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     memset(d, 0, sizeof *d);
     d->base.vt = &drv_vt;
     fut__aword_init(&d->base.undriven, 0);
+    fut__aword_init(&d->base.turns, 0);
     int r = d->evfd = fut__sys_eventfd();
     if (r < 0)
         goto fail_alloc;

@@ -159,6 +159,10 @@ struct fut__driver {
      * the driver's lock; read without it by a parker that would skip the
      * driver (seq_cst: see fut__mt_park in rt/multi/park.c). */
     fut__aword undriven;
+    /* Parks and polls begun so far ('park' and 'park_ring' with 'drive'),
+     * counted by the one thread in the driver; read by the multi-thread
+     * scheduler's monitor (relaxed: a hint that somebody drives). */
+    fut__aword turns;
     /* Set by the scheduler after creation (NULL: never called); see
      * 'idle'. Called from the thread that registers or arms. */
     void (*interest)(struct fut__driver *d, void *ud);

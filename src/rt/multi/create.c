@@ -125,6 +125,9 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&m->idle, (uintptr_t)n << 16); /* all unparked */
     fut__aword_init(&m->watcher, 0);
     fut__aword_init(&m->driver_lock, 0);
+    fut__aword_init(&m->mon_state, MON_RUN);
+    fut__aword_init(&m->mon_wakes, 0);
+    m->mon_started = 0;
     fut__aword_init(&m->rings_out, 0);
     fut__aword_init(&m->rings_retired, 0);
     fut__aword_init(&m->refs, BIAS + 1);
@@ -188,5 +191,8 @@ static int mt_start(struct fut__sched *s)
         snprintf(name, sizeof name, "fut-worker-%u", (unsigned)i % 1000u);
         pthread_setname_np(w->thread, name);
     }
-    return 0;
+    int r = fut__mt_mon_start(m);
+    if (r)
+        fut__mt_shutdown(s);
+    return r;
 }

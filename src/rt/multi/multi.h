@@ -126,6 +126,7 @@
 #define BIAS ((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 2))
 
 enum { P_EMPTY = 0, P_FUTEX = 1, P_DRIVER = 2, P_NOTIFIED = 3 };
+enum { MON_RUN = 0, MON_DORMANT = 1, MON_STOP = 2 }; /* monitor.c */
 
 /* Per-worker statistics: written by the worker only (relaxed load +
  * store; ST_REMOTE too, counted by the owner in rl_drain), read by
@@ -275,6 +276,11 @@ struct mt_sched {
     fut__aword f_spawned, f_freed, f_remote; /* f_freed: RMW; the others
                                                 under inject_lock */
     fut__aword f_handoff;                    /* written under sleep_lock */
+    /* the monitor (monitor.c: its rules) */
+    fut__aword mon_state; /* MON_RUN, MON_DORMANT, MON_STOP */
+    fut__aword mon_wakes; /* sleepers it woke to drive (the monitor's) */
+    pthread_t mon_thread;
+    int mon_started; /* create.c / shutdown.c */
 };
 
 /* The worker running on this thread (worker.c sets it), and the runtime
@@ -497,6 +503,12 @@ static inline int any_lifo(struct mt_sched *m)
 /* park.c: sleeps until unparked or 'timeout_ns' (-1: none) passed; in
  * the driver when 'use_driver' and nobody else holds it. Owner. */
 void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver);
+
+/* monitor.c: the thread that keeps the driver served while a worker runs
+ * a long poll (its rules). start: by mt_start, after the workers (0, or
+ * FUT_ENOMEM / -errno); stop: first thing in shutdown, joins it. */
+int fut__mt_mon_start(struct mt_sched *m);
+void fut__mt_mon_stop(struct mt_sched *m);
 
 /* destroy.c: frees the scheduler, its driver and the runtime handle
  * (release_refs, destroy.h, calls it when the last reference goes). */

@@ -6,6 +6,19 @@
 
 #include "rt/multi/multi.h"
 
+/* A worker back from a sleep, its pstate swapped to P_EMPTY (seq_cst):
+ * a dormant monitor is woken (monitor.c's rules). */
+static void mon_kick(struct mt_sched *m)
+{
+    /* Seq_cst: pairs with the monitor's store of MON_DORMANT and its
+     * re-read of the pstates. */
+    if (fut__load(&m->mon_state, FUT__SEQ_CST) != MON_DORMANT)
+        return;
+    uintptr_t d = MON_DORMANT;
+    if (fut__cas(&m->mon_state, &d, MON_RUN, FUT__SEQ_CST, FUT__RELAXED))
+        fut__sys_futex_wake(futex_word(&m->mon_state), 1);
+}
+
 /* Park spin (docs/scheduler.md): before it sleeps, a worker watches its
  * parker for up to its spin bound; an unparker that finds it EMPTY
  * meanwhile leaves the permit without a syscall, and the worker takes it
@@ -103,7 +116,10 @@ static void park_ring(struct mt_worker *w, struct fut__driver *d,
     w->in_driver = 0;
     if (drive)
         driver_unlock(m);
-    fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
+    /* Acquire: pairs with unpark; seq_cst and the kick: as in
+     * fut__mt_park. */
+    fut__swap(&w->pstate, P_EMPTY, FUT__SEQ_CST);
+    mon_kick(m);
     if (learn)
         spin_learn(w, t0, spun);
 }
@@ -171,7 +187,10 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
     } else {
         fut__sys_futex_wait(futex_word(&w->pstate), P_FUTEX, timeout_ns);
     }
-    fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE); /* pairs: unpark */
+    /* Acquire: pairs with unpark. Seq_cst, then the monitor's state: a
+     * dormant monitor is woken (monitor.c's rules). */
+    fut__swap(&w->pstate, P_EMPTY, FUT__SEQ_CST);
+    mon_kick(m);
     if (learn)
         spin_learn(w, t0, spun);
 }

@@ -159,6 +159,7 @@ void fut__mt_shutdown(struct fut__sched *s)
 {
     struct mt_sched *m = mt_of(s);
     FUT_CHECK(fut__tls_sched != s); /* not from a worker or a block_on */
+    fut__mt_mon_stop(m);            /* before the workers and the driver go */
     fut__mutex_lock(&m->inject_lock);
     m->closed = 1;
     fut__mutex_unlock(&m->inject_lock);
