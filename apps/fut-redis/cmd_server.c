@@ -309,8 +309,10 @@ static void info_rest(struct server *s, const char *sec, char *b, size_t cap,
         *n += (size_t)snprintf(b + *n, cap - *n,
                                "# Memory\r\nused_memory:%lld\r\n"
                                "maxmemory:%lld\r\n"
-                               "maxmemory_policy:noeviction\r\n",
-                               LD(s->db.used), s->cfg.maxmemory);
+                               "maxmemory_policy:noeviction\r\n"
+                               "fut_alloc_live:%ld\r\n",
+                               LD(s->db.used), s->cfg.maxmemory,
+                               fut_alloc_live());
     } else if (!strcmp(sec, "stats")) {
         pubsub_stats(s, &chans, &pats);
         *n += (size_t)snprintf(

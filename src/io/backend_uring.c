@@ -580,7 +580,6 @@ static void inbox_op(struct fut__backend *b, struct uop *u)
         }
         struct io_uring_sqe *s = fut__ur_sqe_raw(b);
         *s = *u->sqe; /* its user_data is u already */
-        fut__free(u->sqe, sizeof *u->sqe);
         u->sqe = NULL;
         fut__ur_sqe_op(b, s, u);
         return;
@@ -647,6 +646,8 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
     if (!b->wake_armed)
         arm_wake(b);
     fut__ur_ring_enable(b);
+    if (timeout_ns != 0 && ur_mine(b))
+        fut__ur_pools_idle(b, &timeout_ns); /* may shorten the sleep */
     if (b->shared) {
         if (timeout_ns != 0) {
             /* Seq_cst: the Dekker pair with kick (uring_internal.h). */
@@ -752,21 +753,7 @@ static void ring_teardown(struct fut__backend *b)
 static void uring_destroy(struct fut__backend *b)
 {
     ring_teardown(b);
-    while (b->free_ops) {
-        struct uop *u = b->free_ops;
-        b->free_ops = u->next;
-        fut__free(u, sizeof *u);
-    }
-    while (b->free_bufs) {
-        void *p = b->free_bufs;
-        b->free_bufs = *(void **)p;
-        fut__free(p, SMALL_BUF);
-    }
-    while (b->free_chunks) {
-        struct chunk *c = b->free_chunks;
-        b->free_chunks = c->next;
-        fut__free(c, sizeof *c);
-    }
+    fut__ur_pools_free(b);
     if (b->shared)
         fut__mutex_destroy(&b->ilock);
     fut__free(b, sizeof *b);

@@ -37,6 +37,11 @@
 #define ACCEPT_MAX                                                           \
     32 /* accepted fds queued that pause a multishot
                               ACCEPT (the rest wait in the backlog) */
+/* The pools' bounds (entries kept per ring; uring_ring.c's rules). */
+#define OPS_KEEP 256          /* ops: 256 x 176 B */
+#define BUFS_KEEP 64          /* SMALL_BUF buffers: 128 KiB */
+#define CHUNKS_KEEP BUF_COUNT /* chunks (at most BUF_COUNT are queued) */
+#define TRIM_NS 250000000     /* a pool's unused entries go after this */
 
 /* user_data of CQEs that are not ops. */
 #define UD_WAKE 1u   /* the wake eventfd's multishot poll */
@@ -84,7 +89,16 @@ struct uop {
     uint8_t want_cancel; /* the inbox is to cancel it */
     uint8_t zombie;      /* retired while posted: the inbox frees it */
     struct ureq req;
-    struct io_uring_sqe *sqe; /* posted by another thread: its SQE */
+    struct io_uring_sqe *sqe; /* made by another thread: &own, else NULL */
+    struct io_uring_sqe own;  /* that SQE, until the owner copies it */
+};
+
+/* A pool of free blocks of one size, linked through their first word
+ * (rules: uring_ring.c). */
+struct upool {
+    void *head;
+    unsigned n;   /* blocks in it */
+    unsigned low; /* the fewest since the last trim: unused that long */
 };
 
 /* A received chunk on an fd's queue: provided buffer 'bid'. */
@@ -143,11 +157,10 @@ struct fut__backend {
     uint64_t gen;      /* io_uring_enter calls that submitted */
     unsigned inflight; /* ops whose last CQE has not come */
     struct io_uring_buf_ring *br;
-    char *bufs; /* BUF_COUNT * BUF_SIZE, mmap'd */
-    struct uop *free_ops;
-    struct chunk *free_chunks;
-    void *free_bufs; /* SMALL_BUF buffers, linked through their
-                              first word */
+    char *bufs;                      /* BUF_COUNT * BUF_SIZE, mmap'd */
+    struct upool ops, chunks, sbufs; /* touched by the thread whose ring
+                              this is only (uring_ring.c's rules) */
+    int64_t trim_at;                 /* the pools' last trim (fut_now_ns) */
     int wake_armed;
     /* --- a ring of a multi-thread runtime (one per worker) --- */
     int shared;                 /* 1: one of several rings (locks, inbox) */
@@ -266,12 +279,13 @@ void fut__ur_on_accept(struct fut__backend *b, struct uop *u,
 
 /* ------------------------------------------------ uring_ring.c */
 
-/* A fresh op on 'io' (state 'f', counted in f->nops; a free-list entry
- * or a new allocation), or NULL. Under f's lock. */
+/* A fresh op on 'io' (state 'f', counted in f->nops; from the calling
+ * thread's pool or a new allocation), or NULL. Under f's lock. */
 struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
                             int kind);
-/* Returns 'u' and its buffers to the free lists (not counted any more in
- * its f->nops: the caller frees f when that made it 0 and f is dead). */
+/* Returns 'u' and its buffer to the calling thread's pools, or to the heap
+ * past their bounds (not counted any more in its f->nops: the caller
+ * frees f when that made it 0 and f is dead). */
 void fut__ur_uop_free(struct fut__backend *b, struct uop *u);
 /* Frees 'u' after its last CQE; one posted to the inbox (a cancel asked
  * by another thread) is freed there instead. Under f's lock. */
@@ -293,6 +307,12 @@ void fut__ur_chunk_pop(struct fut__backend *b, struct ufd *f);
  * takes the oldest (-1: none). Under f's lock. */
 int fut__ur_aq_push(struct ufd *f, int fd);
 int fut__ur_aq_pop(struct ufd *f);
+/* Before the owner of 'b' sleeps in a wait of '*timeout_ns' (not 0):
+ * trims b's pools once per TRIM_NS, and shortens the sleep to TRIM_NS
+ * while they hold anything (an idle ring empties them). */
+void fut__ur_pools_idle(struct fut__backend *b, int64_t *timeout_ns);
+/* Frees every block of b's pools (the ring's destroy). */
+void fut__ur_pools_free(struct fut__backend *b);
 /* Sets up the provided-buffer ring: 0 or a negative error. */
 int fut__ur_setup_bufs(struct fut__backend *b);
 /* Lifts R_DISABLED: the calling thread becomes the ring's issuer. */

@@ -1,7 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /* The io_uring backend's plumbing (uring_internal.h): the probe, the op,
  * buffer and chunk pools, the provided-buffer ring, and taking and
- * submitting SQEs. It calls nothing in backend_uring.c. */
+ * submitting SQEs. It calls nothing in backend_uring.c.
+ *
+ * The pools (struct upool: free ops, SMALL_BUF send/recv buffers, queue
+ * chunks), the rules that keep their memory bounded whatever thread
+ * issues an op and whatever thread frees it:
+ *   - a pool is one thread's: a ring's pools are touched only by the
+ *     thread whose ring it is (a current-thread ring's one thread; on a
+ *     multi-thread runtime the worker with fut__ur_here == ring), so no
+ *     pool takes a lock;
+ *   - a block is taken from, and given back to, the pools of the calling
+ *     thread (pool_of), not those of the fd's ring: an op a worker issues
+ *     on another worker's fd comes from its own pools, and whoever frees
+ *     it (the fd's owner at the CQE, or the task's worker at the READY
+ *     poll) puts it in its own. Blocks move between threads' pools with
+ *     the work; a thread with no ring (a block_on thread of a
+ *     multi-thread runtime, a worker after its ring retired) uses the
+ *     heap;
+ *   - a pool keeps at most its bound (OPS_KEEP, BUFS_KEEP, CHUNKS_KEEP);
+ *     a block given back to a full pool goes to the heap. So however
+ *     unevenly threads issue and free, the pools hold at most
+ *     (OPS_KEEP x 176 B + BUFS_KEEP x 2 KiB + CHUNKS_KEEP x 24 B) per
+ *     ring, 175 KiB;
+ *   - a pool shrinks when its blocks go unused: it notes the fewest
+ *     blocks it held since its last trim ('low'); at most once per
+ *     TRIM_NS, when the owner is about to sleep, that many (blocks that
+ *     sat unused the whole while) go to the heap. While a pool holds
+ *     anything the owner sleeps at most TRIM_NS, so a ring that goes idle
+ *     empties its pools within 2 x TRIM_NS and then sleeps as long as it
+ *     is asked;
+ *   - the provided-buffer ring is fixed (BUF_COUNT x BUF_SIZE, mmap'd at
+ *     setup) and does not grow; a listener's accept queue grows past
+ *     ACCEPT_MAX only for a burst, and goes back to none when emptied;
+ *   - destroy frees what the pools hold (by then no thread uses them). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -246,21 +278,80 @@ void fut__uring_probe_forget(void)
 
 /* -------------------------------------------------------------- pools */
 
+/* The pools the calling thread may use for work on ring 'b' (rules
+ * above), or NULL: the heap. */
+static struct fut__backend *pool_of(struct fut__backend *b)
+{
+    return b->shared ? fut__ur_here : b;
+}
+
+static void *pool_take(struct upool *p)
+{
+    void *x = p->head;
+    if (!x)
+        return NULL;
+    p->head = *(void **)x;
+    if (--p->n < p->low)
+        p->low = p->n;
+    return x;
+}
+
+/* Keeps 'x' in 'p' (1), or leaves it to the caller (0: 'p' is full). */
+static int pool_put(struct upool *p, void *x, unsigned keep)
+{
+    if (p->n >= keep)
+        return 0;
+    *(void **)x = p->head;
+    p->head = x;
+    p->n++;
+    return 1;
+}
+
+/* Frees 'count' blocks of 'size' from 'p'; then 'low' starts again. */
+static void pool_drop(struct upool *p, unsigned count, size_t size)
+{
+    for (; count && p->head; count--) {
+        void *x = p->head;
+        p->head = *(void **)x;
+        p->n--;
+        fut__free(x, size);
+    }
+    p->low = p->n;
+}
+
+void fut__ur_pools_idle(struct fut__backend *b, int64_t *timeout_ns)
+{
+    if (!(b->ops.n | b->chunks.n | b->sbufs.n))
+        return;
+    int64_t now = fut_now_ns();
+    if (now - b->trim_at >= TRIM_NS) {
+        b->trim_at = now;
+        pool_drop(&b->ops, b->ops.low, sizeof(struct uop));
+        pool_drop(&b->chunks, b->chunks.low, sizeof(struct chunk));
+        pool_drop(&b->sbufs, b->sbufs.low, SMALL_BUF);
+    }
+    if ((b->ops.n | b->chunks.n | b->sbufs.n) &&
+        (*timeout_ns < 0 || *timeout_ns > TRIM_NS))
+        *timeout_ns = TRIM_NS; /* wake to trim what stays unused */
+}
+
+void fut__ur_pools_free(struct fut__backend *b)
+{
+    pool_drop(&b->ops, b->ops.n, sizeof(struct uop));
+    pool_drop(&b->chunks, b->chunks.n, sizeof(struct chunk));
+    pool_drop(&b->sbufs, b->sbufs.n, SMALL_BUF);
+}
+
 struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
                             int kind)
 {
-    int mine = ur_mine(b);
-    struct uop *u = mine ? b->free_ops : NULL;
-    if (u)
-        b->free_ops = u->next;
-    else if (!(u = fut__alloc(sizeof *u)))
+    struct fut__backend *p = pool_of(b);
+    struct uop *u = p ? pool_take(&p->ops) : NULL;
+    if (!u && !(u = fut__alloc(sizeof *u)))
         return NULL;
-    u->sqe = NULL;
-    if (!mine && !(u->sqe = fut__alloc(sizeof *u->sqe))) {
-        fut__free(u, sizeof *u); /* another thread's ring: its SQE copy */
-        return NULL;
-    }
-    /* Every field, without a memset of the whole (the hot path). */
+    /* Every field, without a memset of the whole (the hot path); another
+     * thread's ring: the SQE is made in u->own, posted to the owner. */
+    u->sqe = ur_mine(b) ? NULL : &u->own;
     u->next = NULL;
     u->io = io;
     u->f = ufd_of(io);
@@ -277,14 +368,11 @@ struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
     return u;
 }
 
-static void buf_free(struct fut__backend *b, char *p, size_t cap)
+static void buf_free(struct fut__backend *b, char *buf, size_t cap)
 {
-    if (cap == SMALL_BUF && ur_mine(b)) {
-        *(void **)(void *)p = b->free_bufs;
-        b->free_bufs = p;
-    } else {
-        fut__free(p, cap);
-    }
+    struct fut__backend *p = pool_of(b);
+    if (!(cap == SMALL_BUF && p && pool_put(&p->sbufs, buf, BUFS_KEEP)))
+        fut__free(buf, cap);
 }
 
 void fut__ur_uop_free(struct fut__backend *b, struct uop *u)
@@ -293,17 +381,12 @@ void fut__ur_uop_free(struct fut__backend *b, struct uop *u)
         buf_free(b, u->buf, u->cap);
     if (u->f)
         u->f->nops--;
-    if (u->sqe)
-        fut__free(u->sqe, sizeof *u->sqe);
     u->sqe = NULL;
     u->buf = NULL;
     u->f = NULL;
-    if (!ur_mine(b)) {
+    struct fut__backend *p = pool_of(b);
+    if (!(p && pool_put(&p->ops, u, OPS_KEEP)))
         fut__free(u, sizeof *u);
-        return;
-    }
-    u->next = b->free_ops;
-    b->free_ops = u;
 }
 
 void fut__ur_retire(struct fut__backend *b, struct uop *u)
@@ -318,18 +401,14 @@ void fut__ur_retire(struct fut__backend *b, struct uop *u)
 
 int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap)
 {
+    struct fut__backend *p = pool_of(b);
+    u->buf = NULL;
     if (cap <= SMALL_BUF) {
         cap = SMALL_BUF;
-        if (ur_mine(b) && b->free_bufs) {
-            u->buf = b->free_bufs;
-            b->free_bufs = *(void **)b->free_bufs;
-        } else {
-            u->buf = fut__alloc(cap);
-        }
-    } else {
-        u->buf = fut__alloc(cap);
+        if (p)
+            u->buf = pool_take(&p->sbufs);
     }
-    if (!u->buf)
+    if (!u->buf && !(u->buf = fut__alloc(cap)))
         return FUT_ENOMEM;
     u->cap = cap;
     return 0;
@@ -391,7 +470,10 @@ int fut__ur_aq_pop(struct ufd *f)
         return -1;
     int fd = q->fd[q->head];
     q->head = (q->head + 1) % q->cap;
-    q->n--;
+    if (--q->n == 0 && q->cap > ACCEPT_MAX) { /* a burst's: gone */
+        fut__free(q, sizeof *q + q->cap * sizeof(int));
+        f->aq = NULL;
+    }
     return fd;
 }
 
@@ -449,10 +531,9 @@ void fut__ur_buf_return(struct fut__backend *b, uint16_t bid)
 void fut__ur_chunk_push(struct fut__backend *b, struct ufd *f, uint16_t bid,
                         uint32_t len)
 {
-    struct chunk *c = b->free_chunks;
-    if (c)
-        b->free_chunks = c->next;
-    else if (!(c = fut__alloc(sizeof *c))) {
+    struct fut__backend *p = pool_of(b);
+    struct chunk *c = p ? pool_take(&p->chunks) : NULL;
+    if (!c && !(c = fut__alloc(sizeof *c))) {
         /* No memory to queue it: the bytes cannot be kept. Report the
          * stream as failed rather than lose bytes silently. */
         fut__ur_buf_return(b, bid);
@@ -478,12 +559,9 @@ void fut__ur_chunk_pop(struct fut__backend *b, struct ufd *f)
     if (!f->head)
         f->tail = NULL;
     fut__ur_buf_return(b, c->bid);
-    if (!ur_mine(b)) {
+    struct fut__backend *p = pool_of(b);
+    if (!(p && pool_put(&p->chunks, c, CHUNKS_KEEP)))
         fut__free(c, sizeof *c);
-        return;
-    }
-    c->next = b->free_chunks;
-    b->free_chunks = c;
 }
 
 /* --------------------------------------------------------------- SQEs */
@@ -530,7 +608,7 @@ struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b, struct uop *u)
 {
     if (ur_mine(b))
         return fut__ur_sqe_raw(b);
-    memset(u->sqe, 0, sizeof *u->sqe); /* made with u (fut__ur_uop_new) */
+    memset(u->sqe, 0, sizeof *u->sqe); /* u->own (fut__ur_uop_new) */
     return u->sqe;
 }
 

@@ -57,6 +57,10 @@ size_t client_recv_some(int fd, char *buf, size_t len);
  * in 'buf' ('*n' of them, at most 'len'). */
 int client_recv_eof(int fd, char *buf, size_t len, size_t *n);
 
+/* The value of 'field' in the reply to INFO (over a new connection);
+ * fails the test case when INFO has no such field. */
+long long info_field(const struct srvproc *p, const char *field);
+
 /* Runs 'cmd' (a shell command line) and returns its exit status. */
 int harness_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reads a whole file (malloc, NUL-terminated); '*len' its size. */

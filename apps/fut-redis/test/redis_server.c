@@ -58,31 +58,6 @@ static void ping(const struct srvproc *p)
     close(fd);
 }
 
-/* The value of 'field' in INFO's reply (a new connection). */
-static long long info_field(const struct srvproc *p, const char *field)
-{
-    int fd = client_connect(p);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(client_send(fd, "INFO\r\n", 6), 0);
-    char buf[8192];
-    size_t n = 0;
-    for (;;) { /* "$<len>\r\n<body>\r\n" */
-        ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
-        ck_assert_int_gt(r, 0);
-        n += (size_t)r;
-        buf[n] = '\0';
-        char *body = strstr(buf, "\r\n");
-        if (body && n >= (size_t)(body - buf) + 2 + (size_t)atol(buf + 1) + 2)
-            break;
-    }
-    close(fd);
-    char key[128];
-    snprintf(key, sizeof key, "\r\n%s:", field);
-    const char *at = strstr(buf, key);
-    ck_assert_msg(at != NULL, "INFO has no %s", field);
-    return atoll(at + strlen(key));
-}
-
 /* ------------------------------------------------------------ benchmark */
 
 START_TEST(benchmark)
