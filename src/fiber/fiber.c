@@ -260,6 +260,7 @@ static void fiber_free(struct fut__fiber *fb)
 }
 
 static const char *fiber_label(struct fut_future *f);
+static const struct fut_future_vtable fiber_vt;
 
 static int fiber_new(struct fut_fiber *ff, fut_fiber_fn fn, void *arg,
                      const struct fut_fiber_opts *opts, const char *file,
@@ -277,8 +278,9 @@ static int fiber_new(struct fut_fiber *ff, fut_fiber_fn fn, void *arg,
     }
     fut__store(&fut__dump_describe_hook, (uintptr_t)fut__fiber_describe,
                FUT__RELAXED); /* the task dump shows where fibers park */
-    fut__store(&fut__label_name_hook, (uintptr_t)fiber_label,
-               FUT__RELAXED); /* reports and dumps name fibers by theirs */
+    /* Reports and dumps name fibers by theirs (rt/watchdog.h). */
+    fut__store(&fut__label_name_vt, (uintptr_t)&fiber_vt, FUT__RELAXED);
+    fut__store(&fut__label_name_hook, (uintptr_t)fiber_label, FUT__RELAXED);
 #if defined(FUT_DEBUG) && !defined(FUT__ASAN) && !defined(FUT__TSAN)
     fut__fiber_guard_install(guard_hit);
 #endif

@@ -51,6 +51,8 @@
 _Thread_local struct fut__watch_slot *fut__tls_watch_slot;
 fut__aword fut__label_unwrap_hook;
 fut__aword fut__label_name_hook;
+fut__aword fut__label_unwrap_vt;
+fut__aword fut__label_name_vt;
 
 /* ------------------------------------------------------------ task names */
 
@@ -94,23 +96,42 @@ static void copy_name(struct fut__watch_slot *ws, const char *s)
     }
 }
 
+/* The name of the task to be polled: its vtable's, without a hook call,
+ * unless its future is of a type a hook knows (then fut__task_label). */
+static const char *begin_name(struct fut_task *t, int *user)
+{
+    const struct fut_future_vtable *vt = fut__task_future(t)->vt;
+    uintptr_t v = (uintptr_t)vt;
+    *user = 0;
+    if (v == fut__load(&fut__label_unwrap_vt, FUT__RELAXED) ||
+        v == fut__load(&fut__label_name_vt, FUT__RELAXED)) {
+        struct fut__task_label l;
+        fut__task_label(t, &l);
+        *user = l.user;
+        return l.name;
+    }
+    return vt->name ? vt->name : "?";
+}
+
 void fut__watch_begin(struct fut__watch_slot *ws, struct fut_task *t,
                       const struct fut__task_label *known, int64_t t0)
 {
-    struct fut__task_label l;
-    if (known)
-        l = *known;
-    else
-        fut__task_label(t, &l);
+    int user = known ? known->user : 0;
+    const char *name = known ? known->name : begin_name(t, &user);
     /* Release fence: the last poll's end before these (see the rules). */
     fut__fence(FUT__RELEASE);
     fut__store(&ws->task, (uintptr_t)t, FUT__RELAXED);
-    if (l.user)
-        copy_name(ws, l.name);
-    fut__store(&ws->name, l.user ? 0 : (uintptr_t)l.name, FUT__RELAXED);
-    fut__store(&ws->file, (uintptr_t)l.file, FUT__RELAXED);
-    fut__store(&ws->line, (uintptr_t)l.line, FUT__RELAXED);
+    if (user)
+        copy_name(ws, name);
+    fut__store(&ws->name, user ? 0 : (uintptr_t)name, FUT__RELAXED);
+#ifdef FUT_DEBUG
+    /* Release builds record no spawn site or start: they stay 0. */
+    fut__store(&ws->file, (uintptr_t)t->spawn_file, FUT__RELAXED);
+    fut__store(&ws->line, (uintptr_t)t->spawn_line, FUT__RELAXED);
     fut__store(&ws->start, (uintptr_t)t0, FUT__RELAXED);
+#else
+    (void)t0;
+#endif
     /* Release: the names before the poll is seen (pairs: readers). */
     fut__store(&ws->seq, fut__load(&ws->seq, FUT__RELAXED) + 1, FUT__RELEASE);
 }

@@ -38,6 +38,11 @@ typedef struct fut_future *(*fut__label_unwrap_fn)(struct fut_future *f);
 typedef const char *(*fut__label_name_fn)(struct fut_future *f);
 extern fut__aword fut__label_unwrap_hook;
 extern fut__aword fut__label_name_hook;
+/* The vtable each hook knows (the scope child's wrapper, the fiber's),
+ * set with it: a task whose future is of another type is named by its
+ * vtable, with no hook call (fut__watch_begin, once per poll). */
+extern fut__aword fut__label_unwrap_vt;
+extern fut__aword fut__label_name_vt;
 
 /* ------------------------------------------------------------ the slots */
 

@@ -530,9 +530,12 @@ int fut_scope_spawn_at(struct fut_scope *s, const struct fut_future *f,
     child_stage(c, s, opts);
     memcpy(buf + FUT__SCOPE_CHILD_HDR, f, size);
     /* Set once (load first: no store to a shared line per spawn). */
-    if (!fut__load(&fut__label_unwrap_hook, FUT__RELAXED))
+    if (!fut__load(&fut__label_unwrap_hook, FUT__RELAXED)) {
+        fut__store(&fut__label_unwrap_vt, (uintptr_t)&fut__scope_child_vt,
+                   FUT__RELAXED);
         fut__store(&fut__label_unwrap_hook, (uintptr_t)label_unwrap,
                    FUT__RELAXED);
+    }
     struct fut_join j;
     int r = fut_spawn_at(k->rt, &c->base, total, &j, file, line);
     if (buf != stage)
