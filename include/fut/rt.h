@@ -51,7 +51,16 @@ struct fut_rt_config {
     int budget;           /**< coop budget per task poll; 0 = 128 */
     int event_interval;   /**< ticks between remote-queue checks; 0 = 61 */
     int64_t slow_poll_ns; /**< debug builds: report longer polls; 0 = 10 ms,
-                             -1 = never */
+                             -1 = never. Reported after the poll
+                             ("slow-poll") and, by a watchdog thread,
+                             while it still runs ("long-poll": the task's
+                             name, the worker, the time so far; again at
+                             each doubling). The environment variable
+                             FUT_WATCHDOG_MS=N turns the watchdog on in
+                             any build (release builds too) with an N ms
+                             threshold, or off with 0; it is read by
+                             fut_runtime_new. docs/scheduler.md, "Long
+                             polls" */
     /** The driver (reactor, timers, blocking pool: io.h, net.h, time.h).
      * All 0 = Tokio's enable_all(). */
     int no_driver;        /**< 1: none; the runtime parks on a futex, and

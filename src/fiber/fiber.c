@@ -52,6 +52,7 @@
 
 #include "fiber/fiber_internal.h"
 #include "rt/rt_internal.h"
+#include "rt/watchdog.h"
 #include "scope/scope_internal.h"
 
 #ifdef FUT__ASAN
@@ -258,6 +259,9 @@ static void fiber_free(struct fut__fiber *fb)
     fut__free(fb, sizeof *fb);
 }
 
+static const char *fiber_label(struct fut_future *f);
+static const struct fut_future_vtable fiber_vt;
+
 static int fiber_new(struct fut_fiber *ff, fut_fiber_fn fn, void *arg,
                      const struct fut_fiber_opts *opts, const char *file,
                      int line)
@@ -274,6 +278,9 @@ static int fiber_new(struct fut_fiber *ff, fut_fiber_fn fn, void *arg,
     }
     fut__store(&fut__dump_describe_hook, (uintptr_t)fut__fiber_describe,
                FUT__RELAXED); /* the task dump shows where fibers park */
+    /* Reports and dumps name fibers by theirs (rt/watchdog.h). */
+    fut__store(&fut__label_name_vt, (uintptr_t)&fiber_vt, FUT__RELAXED);
+    fut__store(&fut__label_name_hook, (uintptr_t)fiber_label, FUT__RELAXED);
 #if defined(FUT_DEBUG) && !defined(FUT__ASAN) && !defined(FUT__TSAN)
     fut__fiber_guard_install(guard_hit);
 #endif
@@ -338,6 +345,18 @@ static size_t fiber_children(struct fut_future *f, struct fut_future **out,
 
 static const struct fut_future_vtable fiber_vt = {fiber_poll, fiber_drop,
                                                   "fiber", fiber_children};
+
+/* The name a fiber's task goes by (rt/watchdog.h's name hook): the
+ * spawn's opts->name, "fiber" without one; NULL for other futures and a
+ * fiber that returned. Its poller's thread, or a dump that holds every
+ * poll still. */
+static const char *fiber_label(struct fut_future *f)
+{
+    if (f->vt != &fiber_vt)
+        return NULL;
+    struct fut__fiber *fb = ((struct fut_fiber *)f)->fb;
+    return fb ? fb->name : NULL;
+}
 
 int fut__fiber_describe(struct fut_future *f, char *buf, size_t len)
 {

@@ -65,14 +65,20 @@ static void default_report(void *ud, const char *kind, const char *msg)
     fprintf(stderr, "fut: [%s] %s\n", kind, msg);
 }
 
-static fut_report_fn report_fn = default_report;
-static void *report_ud;
+/* The hook (0: the default). Reports come from any thread - a task's
+ * poll, the long-poll watchdog's thread (rt/watchdog.c) - while a test may
+ * install a hook: both words are atomics. 'ud' is stored before 'fn'
+ * (release; the reporter's acquire load of 'fn' pairs with it), so a
+ * reporter that sees a hook sees its 'ud' unless another set runs at the
+ * same time. */
+static fut__aword report_fn;
+static fut__aword report_ud;
 static fut__aword report_count; /* statistics: relaxed */
 
 void fut_set_report_hook(fut_report_fn fn, void *ud)
 {
-    report_fn = fn ? fn : default_report;
-    report_ud = fn ? ud : NULL;
+    fut__store(&report_ud, (uintptr_t)(fn ? ud : NULL), FUT__RELAXED);
+    fut__store(&report_fn, (uintptr_t)fn, FUT__RELEASE);
 }
 
 long fut_report_count(void)
@@ -88,7 +94,9 @@ void fut__report(const char *kind, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fut__fetch_add(&report_count, 1, FUT__RELAXED);
-    report_fn(report_ud, kind, buf);
+    fut_report_fn fn = (fut_report_fn)fut__load(&report_fn, FUT__ACQUIRE);
+    void *ud = (void *)fut__load(&report_ud, FUT__RELAXED);
+    (fn ? fn : default_report)(ud, kind, buf);
 }
 
 /* ------------------------------------------------------ programming errors */

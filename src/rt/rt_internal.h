@@ -178,6 +178,11 @@ struct fut__sched {
     struct fut_runtime *rt;
     struct fut__driver *driver; /* NULL: futex parking only */
     int64_t slow_poll_ns;       /* debug: report longer polls (-1: never) */
+    /* The long-poll watchdog (rt/watchdog.h), or NULL: made by
+     * fut_runtime_new before the start, stopped and freed by
+     * fut_runtime_free around the shutdown; the polling threads bind
+     * its slots (a worker: its index; the current-thread runtime: 0). */
+    struct fut__watch *watch;
 };
 
 /* The runtime handle (fut_runtime_new): its scheduler, which frees it

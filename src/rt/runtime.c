@@ -3,10 +3,12 @@
  * driver (the one place that names both: src/rt's schedulers sit below
  * src/io, docs/architecture.md), then every call through the scheduler's
  * vtable (struct fut__sched_vt). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/driver.h"
 #include "rt/rt_internal.h"
+#include "rt/watchdog.h"
 
 void fut_rt_config_init(struct fut_rt_config *cfg)
 {
@@ -40,6 +42,38 @@ static int config_resolve(const struct fut_rt_config *in,
     return 0;
 }
 
+/* The long-poll watchdog's threshold (rt.h, slow_poll_ns): FUT_WATCHDOG_MS
+ * = N > 0 in any build, 0 = none; else debug builds use slow_poll_ns and
+ * release builds have none. -1: no watchdog. */
+static int64_t watch_threshold(const struct fut_rt_config *c)
+{
+    const char *e = getenv("FUT_WATCHDOG_MS");
+    if (e && *e) {
+        char *end;
+        long long ms = strtoll(e, &end, 10);
+        if (*end == 0 && ms >= 0 && ms <= INT64_MAX / 1000000)
+            return ms > 0 ? ms * 1000000 : -1;
+        /* not a number: as if unset */
+    }
+#ifdef FUT_DEBUG
+    return c->slow_poll_ns;
+#else
+    (void)c;
+    return -1;
+#endif
+}
+
+/* Gives the new scheduler its watchdog when one is asked for: 0 or
+ * FUT_ENOMEM. */
+static int watch_attach(struct fut__sched *s, const struct fut_rt_config *c)
+{
+    int64_t ns = watch_threshold(c);
+    if (ns < 0)
+        return 0;
+    return fut__watch_new(s->vt->workers(s), ns,
+                          c->flavor == FUT_RT_MULTI_THREAD, &s->watch);
+}
+
 int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
 {
     FUT_ARG_CHECK(out, "'out' is NULL");
@@ -59,10 +93,20 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
         fut__free(rt, sizeof *rt);
         return r;
     }
+    if ((r = watch_attach(rt->sched, &c))) {
+        rt->sched->vt->shutdown(rt->sched); /* 'rt' goes with it */
+        return r;
+    }
     /* The threads start last: whatever is attached to the scheduler
      * before this is seen by them. On failure 'rt' is gone. */
-    if (rt->sched->vt->start && (r = rt->sched->vt->start(rt->sched)))
+    struct fut__watch *wd = rt->sched->watch;
+    if (rt->sched->vt->start && (r = rt->sched->vt->start(rt->sched))) {
+        if (wd) { /* a worker may have started it */
+            fut__watch_stop(wd);
+            fut__watch_free(wd);
+        }
         return r;
+    }
     rt->gen = FUT_HANDLE_NEW(rt);
     FUT_RT_ADD(rt);
     *out = rt;
@@ -102,8 +146,15 @@ void fut_runtime_free(struct fut_runtime *rt)
                     FUT__CALLER);
     rt->freed = 1;
     FUT_HANDLE_END(rt, rt->gen, __func__);
-    /* Both flavors free 'rt' with the scheduler's memory. */
+    /* The watchdog stops first (no report during the shutdown's drops)
+     * and is freed last, once no worker polls with its slots. Both
+     * flavors free 'rt' with the scheduler's memory. */
+    struct fut__watch *wd = rt->sched->watch;
+    if (wd)
+        fut__watch_stop(wd);
     rt->sched->vt->shutdown(rt->sched);
+    if (wd)
+        fut__watch_free(wd);
 }
 
 struct fut_runtime *fut_runtime_current(void)

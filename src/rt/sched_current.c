@@ -38,6 +38,7 @@
 
 #include "rt/rt_internal.h"
 #include "rt/slab.h"
+#include "rt/watchdog.h"
 #include "util/mutex.h"
 
 #define TASK_F_UNLINKED 2u
@@ -457,6 +458,11 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     struct fut__blockpool *saved_pool = fut__tls_pool;
     fut__tls_sched = s;
     fut__tls_pool = &c->pool;
+    struct fut__watch_slot *saved_ws = NULL;
+    if (s->watch) { /* the watchdog starts with the first block_on */
+        saved_ws = fut__watch_bind(s->watch, 0);
+        fut__watch_start(s->watch);
+    }
     struct fut_context cx;
     cx.waker.data = c;
     cx.waker.vt = &main_waker_vt;
@@ -488,6 +494,8 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
             park(c);
     }
     fut__pool_flush(&c->pool); /* still its owner (see internal.h) */
+    if (s->watch)
+        fut__watch_unbind(saved_ws);
     fut__tls_sched = saved;
     fut__tls_pool = saved_pool;
     fut__store(&c->in_block_on, 0, FUT__RELEASE);

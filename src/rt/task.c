@@ -53,9 +53,11 @@
  * re-queues it once, through NOTIFIED).
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rt_internal.h"
+#include "watchdog.h"
 
 enum {
     RUNNING = 1u << 0,
@@ -284,34 +286,84 @@ const struct fut_waker_vtable fut__task_waker_vt = {
 /* ------------------------------------------------------------------- run */
 
 #ifdef FUT_DEBUG
-static const char *task_name(struct fut_task *t)
-{
-    const char *n = fut__task_future(t)->vt->name;
-    return n ? n : "?";
-}
-
 /* C7: PENDING with no waker alive and no wake pending: it never runs
  * again. Waker count first: once it is 0 nobody can set NOTIFIED later. */
 static void check_wakeable(struct fut_task *t)
 {
     uintptr_t refs = fut__load(&t->waker_refs, FUT__ACQUIRE);
     uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
-    if (refs == 0 && !self_woken && !(s & (NOTIFIED | CANCELLED)))
+    if (refs == 0 && !self_woken && !(s & (NOTIFIED | CANCELLED))) {
+        struct fut__task_label l;
+        fut__task_label(t, &l);
         fut__report("never-woken",
                     "task '%s' (spawned at %s:%d) returned PENDING but "
                     "nothing holds its waker: it can never be woken",
-                    task_name(t), t->spawn_file, t->spawn_line);
+                    l.name, l.file, l.line);
+    }
 }
 
-static void check_slow(struct fut_task *t, int64_t t0, int64_t limit)
+/* The task's label taken before its poll: a fiber that returns in the
+ * poll takes its name with it, so a user name is copied into 'buf'. */
+static void label_before(struct fut_task *t, struct fut__task_label *l,
+                         char *buf, size_t len)
+{
+    fut__task_label(t, l);
+    if (l->user) {
+        snprintf(buf, len, "%s", l->name);
+        l->name = buf;
+    }
+}
+
+static void check_slow(const struct fut__task_label *l, int64_t t0,
+                       int64_t limit)
 {
     int64_t d = fut_now_ns() - t0;
     if (limit >= 0 && d > limit)
         fut__report("slow-poll",
                     "task '%s' (spawned at %s:%d) was polled for %" PRId64
                     " us (limit %" PRId64 " us): a poll must not block",
-                    task_name(t), t->spawn_file, t->spawn_line, d / 1000,
-                    limit / 1000);
+                    l->name, l->file, l->line, d / 1000, limit / 1000);
+}
+#endif
+
+/* The watchdog's poll hooks (watchdog.c); the model checker (test/mc)
+ * models the state word alone, without them. */
+#ifndef FUT_MODEL_CHECK
+static inline struct fut__watch_slot *watch_slot(void)
+{
+    return fut__tls_watch_slot;
+}
+
+static inline void watch_begin(struct fut__watch_slot *ws, struct fut_task *t,
+                               const struct fut__task_label *l, int64_t t0)
+{
+    if (ws)
+        fut__watch_begin(ws, t, l, t0);
+}
+
+static inline void watch_end(struct fut__watch_slot *ws)
+{
+    if (ws)
+        fut__watch_end(ws);
+}
+#else
+static inline struct fut__watch_slot *watch_slot(void)
+{
+    return NULL;
+}
+
+static inline void watch_begin(struct fut__watch_slot *ws, struct fut_task *t,
+                               const struct fut__task_label *l, int64_t t0)
+{
+    (void)ws;
+    (void)t;
+    (void)l;
+    (void)t0;
+}
+
+static inline void watch_end(struct fut__watch_slot *ws)
+{
+    (void)ws;
 }
 #endif
 
@@ -346,12 +398,22 @@ enum fut__run_result fut__task_poll(struct fut_task *t, int *budget)
     struct fut_task *outer = polling;
     polling = t;
     self_woken = 0;
+    /* The watchdog's slot (watchdog.c): NULL when none runs; a nested
+     * poll (a drop inside a poll) leaves the outer poll's entry. */
+    struct fut__watch_slot *ws = outer ? NULL : watch_slot();
 #ifdef FUT_DEBUG
+    struct fut__task_label l;
+    char name[64];
+    label_before(t, &l, name, sizeof name);
     int64_t t0 = fut_now_ns();
+    watch_begin(ws, t, &l, t0);
     int r = fut_poll(f, &cx);
-    check_slow(t, t0, t->sched->slow_poll_ns);
+    watch_end(ws);
+    check_slow(&l, t0, t->sched->slow_poll_ns);
 #else
+    watch_begin(ws, t, NULL, 0);
     int r = fut_poll(f, &cx);
+    watch_end(ws);
 #endif
     polling = outer;
     *budget = cx.budget;

@@ -28,12 +28,23 @@
  *     diagnostic; this window needs a foreign-thread abort during it;
  *   - the scope owner recorded by a scope poll is read relaxed: a scope
  *     that changed hands may be shown under its previous owner.
+ *
+ * Long polls: before the walk, the watchdog's slots (rt/watchdog.h) are
+ * read for polls it found long; a task among them is marked "[in a long
+ * poll for N ms on ...]", and one that is not listed (its worker is
+ * stuck in that poll and did not answer) gets a line of its own from
+ * what the slot holds. Names: deep, a task is named as reports name it
+ * (fut__task_label: a fiber by its name, a scope child by the future it
+ * wraps); shallow, another worker may be completing it, so only what
+ * stays put is read (the vtable names), and a long poll's name comes
+ * from its slot.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rt/rt_internal.h"
+#include "rt/watchdog.h"
 #include "scope/scope_internal.h"
 
 /* A layer above (src/fiber) describes the futures it knows - where a
@@ -78,11 +89,62 @@ static void outf(struct out *o, const char *fmt, ...)
         o->pos += (size_t)n;
 }
 
+#define MAX_LONG 16
+
 struct ctx {
     struct rec *recs;
     size_t n, cap;
     int oom;
+    struct fut__watch *watch;
+    struct fut__watch_long longs[MAX_LONG];
+    int nlong;
+    int matched[MAX_LONG];
 };
+
+/* The polls the watchdog found long, before the walk. */
+static void gather_longs(struct ctx *c, struct fut__sched *s)
+{
+    c->watch = s->watch;
+    c->nlong = 0;
+    for (int i = 0; c->watch && i < c->watch->n && c->nlong < MAX_LONG; i++)
+        if (fut__watch_long_poll(c->watch, i, &c->longs[c->nlong]))
+            c->matched[c->nlong++] = 0;
+}
+
+/* "on worker 1" / "on the runtime's thread". */
+static void where(struct out *o, struct ctx *c, int slot)
+{
+    if (c->watch->multi)
+        outf(o, "on worker %d", slot);
+    else
+        outf(o, "on the runtime's thread");
+}
+
+/* Marks 't' when it is in a long poll. */
+static void mark_long(struct out *o, struct ctx *c, struct fut_task *t)
+{
+    for (int i = 0; i < c->nlong; i++)
+        if (c->longs[i].task == (uintptr_t)t) {
+            c->matched[i] = 1;
+            outf(o, " [in a long poll for %lld ms ",
+                 (long long)(c->longs[i].elapsed_ns / 1000000));
+            where(o, c, c->longs[i].slot);
+            outf(o, "]");
+        }
+}
+
+/* The long polls of tasks the walk did not list. */
+static void print_unlisted_longs(struct out *o, struct ctx *c)
+{
+    for (int i = 0; i < c->nlong; i++)
+        if (!c->matched[i]) {
+            outf(o, "task %p %s [in a long poll for %lld ms ",
+                 (void *)c->longs[i].task, c->longs[i].what,
+                 (long long)(c->longs[i].elapsed_ns / 1000000));
+            where(o, c, c->longs[i].slot);
+            outf(o, "; not walked]\n");
+        }
+}
 
 static void walk(struct out *o, struct fut_future *f, int depth);
 
@@ -168,13 +230,17 @@ static void collect(void *ud, struct fut_task *t, int deep)
     struct fut_future *k[1];
     if (sc && top->vt->children(top, k, 1) == 1)
         shown = k[0];
-    outf(&o, "task %p '%s'", (void *)t,
-         shown->vt->name ? shown->vt->name : "?");
+    struct fut__task_label l = {shown->vt->name ? shown->vt->name : "?", 0,
+                                NULL, 0};
+    if (deep)
+        fut__task_label(t, &l);
+    outf(&o, "task %p '%s'", (void *)t, l.name);
 #ifdef FUT_DEBUG
     outf(&o, " spawned at %s:%d", t->spawn_file, t->spawn_line);
 #endif
     if (sc)
         outf(&o, " (child of scope %p)", (void *)sc);
+    mark_long(&o, c, t);
     char fdesc[160];
     if (describe(shown, fdesc, sizeof fdesc))
         outf(&o, ": %s", fdesc); /* where the fiber is parked */
@@ -230,7 +296,11 @@ long fut_runtime_dump(struct fut_runtime *rt, char *buf, size_t len)
     struct fut__sched *s = fut__tls_sched;
     if (!s || (rt && s->rt != rt))
         return FUT_EINVAL;
-    struct ctx c = {NULL, 0, 0, 0};
+    struct ctx c;
+    c.recs = NULL;
+    c.n = c.cap = 0;
+    c.oom = 0;
+    gather_longs(&c, s);
     int r = s->vt->each_task(s, collect, &c);
     if (r != 0 && r != FUT_ETIMEDOUT) {
         FUT_ASSERT(c.n == 0);
@@ -250,6 +320,7 @@ long fut_runtime_dump(struct fut_runtime *rt, char *buf, size_t len)
     for (size_t i = 0; i < c.n; i++)
         if (!c.recs[i].printed) /* a cycle of stale owners: flat */
             print_rec(&o, &c, &c.recs[i], 0);
+    print_unlisted_longs(&o, &c);
     for (size_t i = 0; i < c.n; i++)
         fut__free(c.recs[i].text, c.recs[i].len + 1);
     if (c.recs)

@@ -51,6 +51,7 @@
 
 #include "fut/scope.h"
 #include "rt/rt_internal.h"
+#include "rt/watchdog.h"
 #include "scope/scope_internal.h"
 
 enum { BUSY = 1, DONE = 2 };
@@ -500,6 +501,16 @@ static void child_link(struct fut_scope *s, struct fut_task *t)
     }
 }
 
+/* The future a scope child's wrapper runs (rt/watchdog.h's unwrap hook):
+ * reports and dumps name the child by it, and by its spawn site, since a
+ * scope spawn takes no name. NULL for other futures. */
+static struct fut_future *label_unwrap(struct fut_future *f)
+{
+    if (f->vt != &fut__scope_child_vt)
+        return NULL;
+    return inner_of((struct fut__scope_child *)f);
+}
+
 int fut_scope_spawn_at(struct fut_scope *s, const struct fut_future *f,
                        size_t size, const struct fut_scope_opts *opts,
                        const char *file, int line)
@@ -518,6 +529,13 @@ int fut_scope_spawn_at(struct fut_scope *s, const struct fut_future *f,
     struct fut__scope_child *c = (struct fut__scope_child *)(void *)buf;
     child_stage(c, s, opts);
     memcpy(buf + FUT__SCOPE_CHILD_HDR, f, size);
+    /* Set once (load first: no store to a shared line per spawn). */
+    if (!fut__load(&fut__label_unwrap_hook, FUT__RELAXED)) {
+        fut__store(&fut__label_unwrap_vt, (uintptr_t)&fut__scope_child_vt,
+                   FUT__RELAXED);
+        fut__store(&fut__label_unwrap_hook, (uintptr_t)label_unwrap,
+                   FUT__RELAXED);
+    }
     struct fut_join j;
     int r = fut_spawn_at(k->rt, &c->base, total, &j, file, line);
     if (buf != stage)

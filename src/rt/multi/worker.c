@@ -5,6 +5,7 @@
  * starts within one budget, maintenance every 'event_interval' ticks,
  * search (steal.c) and park (idle.c, park.c) when there is nothing. */
 #include "rt/multi/schedule.h"
+#include "rt/watchdog.h"
 
 /* Tokio's MAX_LIFO_POLLS_PER_TICK: a ping-pong pair cannot monopolise a
  * worker through its LIFO slot. */
@@ -323,7 +324,14 @@ void *fut__mt_worker_main(void *arg)
     struct fut__driver *d = w->m->base.driver;
     if (d && d->rings)
         d->vt->bind(d, w->index);
+    struct fut__watch *wd = w->m->base.watch;
+    if (wd) { /* our slot; the first worker starts the watchdog */
+        fut__watch_bind(wd, w->index);
+        fut__watch_start(wd);
+    }
     worker_loop(w);
+    if (wd)
+        fut__watch_unbind(NULL);
     fut__mt_worker_exit(w);
     if (d && d->rings)
         fut__mt_ring_exit(w);
