@@ -109,22 +109,10 @@ static const char usage_text[] =
     "                (0, the default: the current-thread runtime)\n"
     "  -h, --help    this text\n";
 
-/* [--workers N] PORT: 0, 1 (--help) or -1 (a bad argument, said). */
-static int parse_args(int argc, char **argv, int *workers, int *port)
-{
-    for (int i = 1; i < argc; i++) {
-        if (ex_is_help(argv[i]))
-            return 1;
-        if (ex_server_arg("chat_fiber", argc, argv, &i, workers, port) < 0)
-            return -1;
-    }
-    return *port < 0 ? ex_bad("chat_fiber", "missing", "PORT") : 0;
-}
-
 int main(int argc, char **argv)
 {
     int w = 0, port = -1, s[] = {SIGINT, SIGTERM};
-    int r = parse_args(argc, argv, &w, &port);
+    int r = ex_server_args("chat_fiber", argc, argv, &w, &port);
     if (r != 0)
         return ex_usage(r > 0, usage_text);
     struct fut_rt_config cfg = {.flavor = w > 0, .workers = w};

@@ -105,4 +105,18 @@ static inline int ex_server_arg(const char *prog, int argc, char **argv,
     return 0;
 }
 
+/* A server example's whole command line, [--workers N] PORT: 0, 1
+ * (--help or -h) or -1 (a bad argument, said). */
+static inline int ex_server_args(const char *prog, int argc, char **argv,
+                                 int *workers, int *port)
+{
+    for (int i = 1; i < argc; i++) {
+        if (ex_is_help(argv[i]))
+            return 1;
+        if (ex_server_arg(prog, argc, argv, &i, workers, port) < 0)
+            return -1;
+    }
+    return *port < 0 ? ex_bad(prog, "missing", "PORT") : 0;
+}
+
 #endif /* FUT_EXAMPLES_CMDLINE_H */
