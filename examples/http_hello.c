@@ -20,12 +20,15 @@
  * names it.
  *
  * Behaviour: GET gets "200 OK" with the body "hello", HEAD the same
- * head without the body. Lines end in CRLF or a bare LF (RFC 9112 2.2);
- * empty lines before a request line are skipped. The request line
- * (METHOD SP TARGET SP HTTP/1.x) and every header line are checked; a
- * malformed head gets 400, an HTTP/1.1 request without Host 400, a head
- * over HEAD_MAX 431, a body over BODY_MAX 413, a chunked body 501 - each
- * followed by a close. Bodies (Content-Length) are skipped. Pipelined
+ * head without the body; so do POST, PUT, DELETE, OPTIONS and PATCH.
+ * Lines end in CRLF or a bare LF (RFC 9112 2.2); empty lines before a
+ * request line are skipped. The request line (METHOD SP TARGET SP
+ * HTTP/1.x) and every header line are checked; a malformed head gets
+ * 400, an HTTP/1.1 request without Host or with two Host headers 400
+ * (RFC 9112 3.2), a head over HEAD_MAX 431, a body over BODY_MAX 413, a
+ * chunked body 501, any other method 501 (RFC 9110 9.1: methods are
+ * case-sensitive, so "get" too; CONNECT and TRACE are not done here) -
+ * each followed by a close. Bodies (Content-Length) are skipped. Pipelined
  * requests are answered in order, every batch of replies written as soon
  * as it is produced. "Connection: close", and HTTP/1.0 without
  * "Connection: keep-alive", close after the reply. A head not complete by
@@ -205,8 +208,20 @@ static int request_line_prefix_ok(const char *p, size_t n)
     return k < 9 || v[8] == '\r';
 }
 
+/* The methods answered 200 (see the opening comment); any other gets
+ * 501. Case-sensitive (RFC 9110 9.1). */
+static int method_known(const char *p, size_t n)
+{
+    static const char *const known[] = {"GET",    "HEAD",    "POST", "PUT",
+                                        "DELETE", "OPTIONS", "PATCH"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (n == strlen(known[i]) && memcmp(p, known[i], n) == 0)
+            return 1;
+    return 0;
+}
+
 /* "METHOD SP TARGET SP HTTP/1.x" (the line without its LF and CR):
- * 0 or -1. */
+ * 0 or -1; a method not known sets status 501. */
 static int parse_request_line(const char *p, size_t n, struct request *rq)
 {
     size_t i = 0;
@@ -215,6 +230,8 @@ static int parse_request_line(const char *p, size_t n, struct request *rq)
     if (i == 0 || i >= n || p[i] != ' ')
         return -1;
     rq->head = i == 4 && memcmp(p, "HEAD", 4) == 0;
+    if (!method_known(p, i))
+        rq->status = 501;
     size_t t = ++i;
     while (i < n && p[i] > 32 && p[i] < 127)
         i++;
@@ -271,9 +288,11 @@ static int parse_header(const char *p, size_t n, struct request *rq)
         return parse_length(v, vn, rq);
     if (name_is(p, i, "transfer-encoding"))
         rq->status = 501;
-    else if (name_is(p, i, "host"))
+    else if (name_is(p, i, "host")) {
+        if (rq->host)
+            return -1; /* a second Host: 400 (RFC 9112 3.2) */
         rq->host = 1;
-    else if (name_is(p, i, "connection")) {
+    } else if (name_is(p, i, "connection")) {
         if (vn >= 5 && strncasecmp(v, "close", 5) == 0)
             rq->close = 1;
         else if (vn >= 10 && strncasecmp(v, "keep-alive", 10) == 0)

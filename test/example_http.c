@@ -266,6 +266,9 @@ START_TEST(garbage_400_close)
         "GET / HTTP/1.1\r\n\r\n",
         /* A space after the version. */
         "GET / HTTP/1.1 \r\nHost: t\r\n\r\n",
+        /* Two Host headers (RFC 9112 3.2). */
+        "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
     };
     for (size_t i = 0; i < sizeof bad400 / sizeof bad400[0]; i++)
         expect_refusal(s.port, bad400[i], strlen(bad400[i]), 0,
@@ -273,6 +276,31 @@ START_TEST(garbage_400_close)
     /* A head over 8 KiB: 431. */
     expect_refusal(s.port, S("GET / HTTP/1.1\r\nHost: t\r\nX-Big: "), 9000,
                    "HTTP/1.1 431 ");
+    stop_ok(&s);
+}
+END_TEST
+
+/* Methods: the known ones answered 200, any other 501 and a close -
+ * lower case too (RFC 9110 9.1: case-sensitive). */
+START_TEST(methods_501)
+{
+    struct ex_server s;
+    start(&s, NULL);
+    const char *ok[] = {"GET", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"};
+    char req[128];
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int n = snprintf(req, sizeof req,
+                         "%s / HTTP/1.1\r\nHost: t\r\nContent-Length: 0"
+                         "\r\nConnection: close\r\n\r\n",
+                         ok[i]);
+        expect_refusal(s.port, req, (size_t)n, 0, "HTTP/1.1 200 ");
+    }
+    const char *no[] = {"get", "BREW", "CONNECT", "TRACE", "PROPFIND"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        int n = snprintf(req, sizeof req, "%s / HTTP/1.1\r\nHost: t\r\n\r\n",
+                         no[i]);
+        expect_refusal(s.port, req, (size_t)n, 0, "HTTP/1.1 501 ");
+    }
     stop_ok(&s);
 }
 END_TEST
@@ -637,6 +665,7 @@ int main(void)
                    keepalive_idle_deadline);
     tcase_add_test(fut_test_tcase(s, "idle_rss"), idle_rss);
     tcase_add_test(fut_test_tcase(s, "garbage_400_close"), garbage_400_close);
+    tcase_add_test(fut_test_tcase(s, "methods_501"), methods_501);
     tcase_add_test(fut_test_tcase(s, "uring_faults"), uring_faults);
     tcase_add_test(fut_test_tcase(s, "sigterm_exit_0"), sigterm_exit_0);
     tcase_add_test(fut_test_tcase(s, "soak_20s"), soak_20s);

@@ -29,7 +29,7 @@ endfunction()
 if(FUT_BUILD_EXAMPLES)
   fut_example_test(example_http http_hello HTTP_HELLO_BIN
     pipeline_1000 lf_only slowloris_head_deadline keepalive_idle_deadline
-    idle_rss garbage_400_close sigterm_exit_0 soak_20s)
+    idle_rss garbage_400_close methods_501 sigterm_exit_0 soak_20s)
   fut_example_test(example_echo echo_server ECHO_SERVER_BIN
     echo_roundtrip idle_deadline idle_rss sigterm_exit_0)
 
