@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* pubsub: the registry and the PUBLISH / (P)SUBSCRIBE / (P)UNSUBSCRIBE
- * commands (rules in pubsub.h). The channel table has a fixed number of
- * buckets (PS_BUCKETS; chains grow), patterns are one list matched on
- * every PUBLISH - as in Redis, PUBLISH costs O(subscribers + patterns). */
+ * commands (rules in pubsub.h). The channel table doubles its buckets
+ * when it holds more channels than buckets (from PS_BUCKETS), patterns
+ * are one list matched on every PUBLISH - as in Redis, PUBLISH costs
+ * O(subscribers + patterns). A subscriber's own names are indexed
+ * (psnames.h): (UN)SUBSCRIBE of N names is O(N). */
 #include "pubsub.h"
 
 #include <pthread.h>
@@ -34,7 +36,8 @@ struct ps_pat {
 
 struct pubsub {
     pthread_mutex_t mu;
-    struct ps_chan *tab[PS_BUCKETS];
+    struct ps_chan **tab; /* nbuckets chains */
+    size_t nbuckets;
     size_t nchans;
     struct ps_pat *pats;
     size_t npats;
@@ -45,6 +48,13 @@ int pubsub_init(struct server *srv)
     srv->ps = calloc(1, sizeof *srv->ps);
     if (!srv->ps)
         return -1;
+    srv->ps->tab = calloc(PS_BUCKETS, sizeof *srv->ps->tab);
+    if (!srv->ps->tab) {
+        free(srv->ps);
+        srv->ps = NULL;
+        return -1;
+    }
+    srv->ps->nbuckets = PS_BUCKETS;
     pthread_mutex_init(&srv->ps->mu, NULL);
     return 0;
 }
@@ -54,6 +64,7 @@ void pubsub_fini(struct server *srv)
     if (!srv->ps)
         return;
     pthread_mutex_destroy(&srv->ps->mu);
+    free(srv->ps->tab);
     free(srv->ps);
     srv->ps = NULL;
 }
@@ -72,7 +83,7 @@ static void msg_dtor(void *p)
 
 size_t pubsub_count_of(const struct client *cl)
 {
-    return cl->sub ? cl->sub->nchans + cl->sub->npats : 0;
+    return cl->sub ? cl->sub->chans.live + cl->sub->pats.live : 0;
 }
 
 static struct subscriber *sub_of(struct client *cl)
@@ -97,53 +108,40 @@ static struct subscriber *sub_of(struct client *cl)
 static struct ps_chan **chan_slot(struct pubsub *ps, const char *n,
                                   size_t len)
 {
-    struct ps_chan **pp = &ps->tab[db_hash(n, len) & (PS_BUCKETS - 1)];
+    struct ps_chan **pp = &ps->tab[db_hash(n, len) & (ps->nbuckets - 1)];
     for (; *pp; pp = &(*pp)->next)
         if ((*pp)->len == len && !memcmp((*pp)->name, n, len))
             break;
     return pp;
 }
 
-static int names_find(struct ps_name **v, size_t n, const char *s, size_t len)
+/* Twice the buckets once there are more channels than buckets (under
+ * the lock); out of memory: the chains just grow longer. */
+static void tab_grow(struct pubsub *ps)
 {
-    for (size_t i = 0; i < n; i++)
-        if (v[i]->len == len && !memcmp(v[i]->s, s, len))
-            return (int)i;
-    return -1;
-}
-
-static int names_add(struct ps_name ***v, size_t *n, size_t *cap,
-                     const char *s, size_t len)
-{
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4;
-        struct ps_name **nv = realloc(*v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        *v = nv;
-        *cap = nc;
-    }
-    struct ps_name *nm = malloc(sizeof *nm + len);
-    if (!nm)
-        return -1;
-    nm->len = len;
-    memcpy(nm->s, s, len);
-    (*v)[(*n)++] = nm;
-    return 0;
-}
-
-static void names_del(struct ps_name **v, size_t *n, int i)
-{
-    free(v[i]);
-    memmove(&v[i], &v[i + 1], (*n - (size_t)i - 1) * sizeof *v);
-    (*n)--;
+    if (ps->nchans <= ps->nbuckets)
+        return;
+    size_t nb = ps->nbuckets * 2;
+    struct ps_chan **tab = calloc(nb, sizeof *tab);
+    if (!tab)
+        return;
+    for (size_t b = 0; b < ps->nbuckets; b++)
+        for (struct ps_chan *c = ps->tab[b], *next; c; c = next) {
+            next = c->next;
+            struct ps_chan **pp = &tab[db_hash(c->name, c->len) & (nb - 1)];
+            c->next = *pp;
+            *pp = c;
+        }
+    free(ps->tab);
+    ps->tab = tab;
+    ps->nbuckets = nb;
 }
 
 /* Channel subscribe under the lock: 1 added, 0 already there, -1 OOM. */
 static int chan_add(struct pubsub *ps, struct subscriber *s, const char *n,
                     size_t len)
 {
-    if (names_find(s->chans, s->nchans, n, len) >= 0)
+    if (psn_find(&s->chans, n, len) >= 0)
         return 0;
     struct ps_chan **pp = chan_slot(ps, n, len), *c = *pp;
     if (!c) {
@@ -154,6 +152,7 @@ static int chan_add(struct pubsub *ps, struct subscriber *s, const char *n,
         memcpy(c->name, n, len);
         *pp = c;
         ps->nchans++;
+        tab_grow(ps); /* 'pp' is stale from here; 'c' is not */
     }
     if (c->n == c->cap) {
         size_t nc = c->cap ? c->cap * 2 : 4;
@@ -163,7 +162,7 @@ static int chan_add(struct pubsub *ps, struct subscriber *s, const char *n,
         c->subs = ns;
         c->cap = nc;
     }
-    if (names_add(&s->chans, &s->nchans, &s->chcap, n, len) != 0)
+    if (psn_add(&s->chans, n, len) != 0)
         return -1;
     c->subs[c->n++] = s;
     return 1;
@@ -172,7 +171,7 @@ static int chan_add(struct pubsub *ps, struct subscriber *s, const char *n,
 static int chan_del(struct pubsub *ps, struct subscriber *s, const char *n,
                     size_t len)
 {
-    int i = names_find(s->chans, s->nchans, n, len);
+    long i = psn_find(&s->chans, n, len);
     if (i < 0)
         return 0;
     struct ps_chan **pp = chan_slot(ps, n, len), *c = *pp;
@@ -187,17 +186,17 @@ static int chan_del(struct pubsub *ps, struct subscriber *s, const char *n,
         free(c);
         ps->nchans--;
     }
-    names_del(s->chans, &s->nchans, i); /* last: 'n' may be its bytes */
+    psn_del(&s->chans, i); /* last: 'n' may be its bytes */
     return 1;
 }
 
 static int pat_add(struct pubsub *ps, struct subscriber *s, const char *p,
                    size_t len)
 {
-    if (names_find(s->pats, s->npats, p, len) >= 0)
+    if (psn_find(&s->pats, p, len) >= 0)
         return 0;
     struct ps_pat *e = malloc(sizeof *e + len);
-    if (!e || names_add(&s->pats, &s->npats, &s->patcap, p, len) != 0) {
+    if (!e || psn_add(&s->pats, p, len) != 0) {
         free(e);
         return -1;
     }
@@ -213,7 +212,7 @@ static int pat_add(struct pubsub *ps, struct subscriber *s, const char *p,
 static int pat_del(struct pubsub *ps, struct subscriber *s, const char *p,
                    size_t len)
 {
-    int i = names_find(s->pats, s->npats, p, len);
+    long i = psn_find(&s->pats, p, len);
     if (i < 0)
         return 0;
     for (struct ps_pat **pp = &ps->pats; *pp; pp = &(*pp)->next) {
@@ -225,7 +224,7 @@ static int pat_del(struct pubsub *ps, struct subscriber *s, const char *p,
             break;
         }
     }
-    names_del(s->pats, &s->npats, i); /* last: 'p' may be its bytes */
+    psn_del(&s->pats, i); /* last: 'p' may be its bytes */
     return 1;
 }
 
@@ -236,16 +235,17 @@ void pubsub_client_gone(struct server *srv, struct client *cl)
         return;
     struct pubsub *ps = srv->ps;
     pthread_mutex_lock(&ps->mu);
-    while (s->nchans)
-        chan_del(ps, s, s->chans[0]->s, s->chans[0]->len);
-    while (s->npats)
-        pat_del(ps, s, s->pats[0]->s, s->pats[0]->len);
+    const struct ps_name *nm;
+    while ((nm = psn_first(&s->chans)))
+        chan_del(ps, s, nm->s, nm->len);
+    while ((nm = psn_first(&s->pats)))
+        pat_del(ps, s, nm->s, nm->len);
     pthread_mutex_unlock(&ps->mu);
     /* no publisher can reach 's' now */
     fut_mpsc_tx_drop(&s->tx);
     fut_mpsc_rx_drop(&s->rx); /* buffered messages go to msg_dtor */
-    free(s->chans);
-    free(s->pats);
+    psn_free(&s->chans);
+    psn_free(&s->pats);
     free(s);
     cl->sub = NULL;
 }
@@ -260,7 +260,7 @@ void pubsub_stats(struct server *srv, size_t *channels, size_t *patterns)
 
 /* ---------------------------------------------------------------- publish */
 
-static struct psmsg *msg_new(const char *kind, const struct ps_name *pat,
+static struct psmsg *msg_new(const char *kind, const struct resp_arg *pat,
                              const struct resp_arg *ch,
                              const struct resp_arg *m)
 {
@@ -273,7 +273,7 @@ static struct psmsg *msg_new(const char *kind, const struct ps_name *pat,
                     strlen(kind), kind);
     if (pat)
         n += sprintf(msg->data + n, "$%zu\r\n%.*s\r\n", pat->len,
-                     (int)pat->len, pat->s);
+                     (int)pat->len, pat->p);
     n += sprintf(msg->data + n, "$%zu\r\n", ch->len);
     memcpy(msg->data + n, ch->p, ch->len);
     n += (int)ch->len;
@@ -336,9 +336,8 @@ void cmd_publish(struct cmd_ctx *c)
     for (struct ps_pat *p = ps->pats; p; p = p->next) {
         if (!glob_match(p->pat, p->len, c->argv[1].p, c->argv[1].len))
             continue;
-        struct ps_name *nm = p->sub->pats[names_find(
-            p->sub->pats, p->sub->npats, p->pat, p->len)];
-        struct psmsg *m = msg_new("pmessage", nm, &c->argv[1], &c->argv[2]);
+        struct resp_arg pa = {p->pat, p->len};
+        struct psmsg *m = msg_new("pmessage", &pa, &c->argv[1], &c->argv[2]);
         if (!m)
             continue;
         atomic_store_explicit(&m->ref, 1, memory_order_relaxed);
@@ -398,11 +397,11 @@ static void unsubscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op,
 {
     struct subscriber *s = c->cl->sub;
     if (c->argc == 1) { /* everything */
-        size_t n = s ? (pats ? s->npats : s->nchans) : 0;
-        if (n == 0)
+        struct ps_names *set = s ? (pats ? &s->pats : &s->chans) : NULL;
+        if (!set || set->live == 0)
             reply_sub(c, kind, NULL, pubsub_count_of(c->cl));
-        while (s && (pats ? s->npats : s->nchans)) {
-            struct ps_name *nm = pats ? s->pats[0] : s->chans[0];
+        const struct ps_name *nm;
+        while (set && (nm = psn_first(set))) {
             struct resp_arg a = {nm->s, nm->len};
             char tmp[256];
             char *copy = a.len <= sizeof tmp ? tmp : malloc(a.len);

@@ -41,6 +41,7 @@
 #include <stddef.h>
 
 #include "fut.h"
+#include "psnames.h"
 
 struct client;
 struct server;
@@ -58,18 +59,11 @@ struct subscriber {
     atomic_llong queued;   /* bytes sent, not yet received */
     atomic_llong outbuf;   /* the connection's unsent output */
     atomic_int kill;       /* over the hard limit: close */
-    /* subscriptions, in order (registry lock for writers; the owner's
-     * task reads its own counts) */
-    struct ps_name **chans;
-    size_t nchans, chcap;
-    struct ps_name **pats;
-    size_t npats, patcap;
+    /* subscriptions, in order and indexed by name (psnames.h; registry
+     * lock for writers; the owner's task reads its own counts) */
+    struct ps_names chans;
+    struct ps_names pats;
     int64_t soft_since; /* connection: over the soft limit since (ns) */
-};
-
-struct ps_name {
-    size_t len;
-    char s[];
 };
 
 int pubsub_init(struct server *srv);
