@@ -85,26 +85,6 @@ struct fut__cell {
 _Static_assert(sizeof(struct fut__cell) <= sizeof(struct fut_cell),
                "struct fut_cell too small");
 
-/* Copies a value; the common small sizes become inline moves instead of
- * a call (the copy in and out is a measurable part of a local oneshot). */
-static inline void copy_value(void *dst, const void *src, size_t n)
-{
-    switch (n) {
-    case 8:
-        memcpy(dst, src, 8);
-        break;
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    case 16:
-        memcpy(dst, src, 16);
-        break;
-    default:
-        memcpy(dst, src, n);
-        break;
-    }
-}
-
 static struct fut__cell *cell_of(struct fut_cell *c)
 {
     return (struct fut__cell *)(void *)c;
@@ -274,7 +254,7 @@ int fut_cell_complete(struct fut_cell *cc, const void *value)
     if (won & (COMPLETING | READY))
         return FUT_ELOST;
     fut__plain_write(c->slot, c->size);
-    copy_value(c->slot, value, c->size);
+    fut__copy_value(c->slot, value, c->size);
     uintptr_t prev = cell_publish(c, READY);
     cell_wake(c, prev);
     /* The consumer closed while we copied: it will never read the value,
@@ -297,7 +277,7 @@ static int cell_claim(struct fut__cell *c, uintptr_t *sp, void *out)
             break;
     }
     fut__plain_read(c->slot, c->size);
-    copy_value(out, c->slot, c->size);
+    fut__copy_value(out, c->slot, c->size);
     *sp = s | TAKEN;
     return 1;
 }
@@ -502,7 +482,7 @@ int fut_oneshot_send(struct fut_oneshot_tx *tx, const void *value)
     FUT_HANDLE_END(ch, tx->gen, __func__);
     tx->ch = 0;
     fut__plain_write(ch->cell.slot, ch->cell.size);
-    copy_value(ch->cell.slot, value, ch->cell.size);
+    fut__copy_value(ch->cell.slot, value, ch->cell.size);
     /* The receiver closed before the publish: the value was not
      * delivered; it is still the caller's (the slot copy is dead). */
     return (oneshot_tx_finish(ch, READY) & RX_CLOSED) ? FUT_ECLOSED : 0;
@@ -535,7 +515,7 @@ static int oneshot_rx_finish(struct fut__oneshot *ch, uintptr_t s, void *out)
     int r = FUT_ECLOSED;
     if (s & READY) {
         fut__plain_read(ch->cell.slot, ch->cell.size);
-        copy_value(out, ch->cell.slot, ch->cell.size);
+        fut__copy_value(out, ch->cell.slot, ch->cell.size);
         r = 0;
     }
     oneshot_release(ch);

@@ -131,7 +131,7 @@ static inline void publish(struct fut__mpsc *ch, uint32_t pos, uintptr_t was,
     FUT_ASSERT((uint32_t)fut__load(&sl->seq, FUT__RELAXED) !=
                (uint32_t)(pos + 1));
     fut__plain_write(slot_msg(sl), ch->msg_size);
-    fut__mpsc_copy(slot_msg(sl), msg, ch->msg_size);
+    fut__copy_value(slot_msg(sl), msg, ch->msg_size);
     /* Release: the bytes before the flag (pairs with the receiver's
      * acquire load of 'seq'). */
     fut__store(&sl->seq, (uintptr_t)(uint32_t)(pos + 1), FUT__RELEASE);
@@ -322,10 +322,10 @@ static inline void take(struct fut__mpsc *ch, struct slot *sl, void *out)
     ch->head++;
     fut__sem_release(&ch->sem, 1); /* the slot may be reused at once */
     fut__plain_read(slot_msg(sl), ch->msg_size);
-    fut__mpsc_copy(out, slot_msg(sl), ch->msg_size);
+    fut__copy_value(out, slot_msg(sl), ch->msg_size);
 #else
     fut__plain_read(slot_msg(sl), ch->msg_size);
-    fut__mpsc_copy(out, slot_msg(sl), ch->msg_size);
+    fut__copy_value(out, slot_msg(sl), ch->msg_size);
     ch->head++;
     /* The credit goes back after the read (release: the slot hand-off). */
     fut__sem_release(&ch->sem, 1);

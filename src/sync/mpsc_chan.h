@@ -94,25 +94,6 @@ struct fut__mpsc {
     char pad2[64];
 };
 
-/* Message copies: constant sizes become plain moves. */
-static inline void fut__mpsc_copy(void *dst, const void *src, size_t n)
-{
-    switch (n) {
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    case 8:
-        memcpy(dst, src, 8);
-        break;
-    case 16:
-        memcpy(dst, src, 16);
-        break;
-    default:
-        memcpy(dst, src, n);
-        break;
-    }
-}
-
 /* ------------------------------------------------ mpsc_chan.c: creation */
 
 /* Clears 'tx' and 'rx'; FUT_EINVAL for a message size no flavor takes. */

@@ -48,7 +48,7 @@ static int u_push(struct fut__mpsc *ch, const void *msg)
         }
     }
     size_t at = (ch->uhead + ch->ulen) & (ch->ucap - 1);
-    fut__mpsc_copy(ch->ubuf + at * ch->msg_size, msg, ch->msg_size);
+    fut__copy_value(ch->ubuf + at * ch->msg_size, msg, ch->msg_size);
     ch->ulen++;
     struct fut_waker w = ch->uwaker;
     ch->uwaker.vt = 0;
@@ -118,7 +118,7 @@ static void u_wake_rx(struct fut__mpsc *ch)
 /* Under the lock, with ulen > 0. */
 static void u_take(struct fut__mpsc *ch, void *out)
 {
-    fut__mpsc_copy(out, ch->ubuf + ch->uhead * ch->msg_size, ch->msg_size);
+    fut__copy_value(out, ch->ubuf + ch->uhead * ch->msg_size, ch->msg_size);
     ch->uhead = (ch->uhead + 1) & (ch->ucap - 1);
     ch->ulen--;
 }
