@@ -689,7 +689,16 @@ static int acceptor_poll(struct fut_future *f, struct fut_context *cx)
     }
     FUT_END(f);
 }
-FUT_ASYNC_VTABLE(acceptor_vt, "acceptor", acceptor_poll, NULL);
+/* The acceptor owns the listener: dropping its join handle only asks for
+ * the task to be dropped (at once when idle, else after its current poll
+ * or at the next tick), so only the task itself may close the listener,
+ * after its accept future is gone (fut_io_close: every future over the
+ * handle must have been dropped). */
+static void acceptor_cleanup(struct fut_future *f)
+{
+    fut_io_close(((struct acceptor *)f)->listener);
+}
+FUT_ASYNC_VTABLE(acceptor_vt, "acceptor", acceptor_poll, acceptor_cleanup);
 
 /* ------------------------------------------------------------ task dump */
 
@@ -745,9 +754,8 @@ static int server_poll(struct fut_future *f, struct fut_context *cx)
     fut_signal_recv_init(&s->rx, s->sig);
     FUT_AWAIT(f, &s->rx);
     fprintf(stderr, "http_hello: signal %d: shutting down\n", s->rx.signo);
-    fut_drop(&s->acceptor.base);
+    fut_drop(&s->acceptor.base); /* the task closes the listener */
     fut_drop(&s->dumper.base);
-    fut_io_close(s->listener);
     s->listener = NULL;
     s->deadline = fut_time_now() + GRACE_NS;
     while (atomic_load(&live) > 0 && fut_time_now() < s->deadline) {
