@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The waiting machinery of src/sync (waitq.c; never installed):
  *
- *   fut__lock      a short-critical-section lock on one fut__aword (a
- *                  futex mutex; a spin on fut__spin_hint under the model
- *                  checker, which sees every step of it);
+ *   fut__lock      (util/lock.h) the futex lock every primitive here
+ *                  takes for its short critical sections;
  *   fut__wnode     the intrusive waiter node embedded in a waiting future
  *                  (storage: struct fut_sync_waiter in fut/sync.h);
  *   fut__wakeset   wakers collected under a lock and woken after it is
@@ -22,42 +21,9 @@
 #include "fut/sync.h"
 #include "internal.h"
 #include "util/list.h"
+#include "util/lock.h"
 
 _Static_assert(sizeof(uintptr_t) == 8, "src/sync assumes 64-bit words");
-
-/* ------------------------------------------------------------------ lock */
-
-/* Rules of 'w': 0 free, 1 held, 2 held and a thread may sleep on the
- * futex (Drepper's "mutex2"). The model-checker build never stores 2: a
- * contended acquirer spins with fut__spin_hint, which the checker
- * schedules (it wakes the spinner when another thread writes). */
-struct fut__lock {
-    fut__aword w;
-};
-
-static inline void fut__lock_init(struct fut__lock *l)
-{
-    fut__aword_init(&l->w, 0);
-}
-
-void fut__lock_slow(struct fut__lock *l);
-void fut__lock_wake(struct fut__lock *l);
-
-static inline void fut__lock_acquire(struct fut__lock *l)
-{
-    uintptr_t z = 0;
-    /* Acquire: pairs with the release in fut__lock_release, so the
-     * previous holder's critical section happens before ours. */
-    if (!fut__cas(&l->w, &z, 1, FUT__ACQUIRE, FUT__RELAXED))
-        fut__lock_slow(l);
-}
-
-static inline void fut__lock_release(struct fut__lock *l)
-{
-    /* Release: publishes our critical section to the next acquirer. */
-    if (fut__swap(&l->w, 0, FUT__RELEASE) == 2)
-        fut__lock_wake(l);
-}
 
 /* ---------------------------------------------------------- waiter node */
 
