@@ -225,16 +225,26 @@ static int until_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct fut_until_cancelled *u = (struct fut_until_cancelled *)f;
     /* The token first (biased): a cancelled run stops even if the inner
-     * future would have been ready in this poll. */
-    if (fut_poll(&u->wait.base, cx) == FUT_READY) {
-        fut_drop(u->inner);
-        u->result = FUT_ECANCELED;
+     * future would have been ready in this poll. One acquire load (pairs
+     * with cancel_locked's release store) while it is not cancelled: the
+     * waiter is registered only once 'inner' is PENDING, so an inner that
+     * is READY at this poll costs no lock (the echo's read, woken by its
+     * data, is). */
+    if (fut_token_is_cancelled(u->wait.token))
+        goto cancelled;
+    if (fut_poll(u->inner, cx) == FUT_READY) {
+        fut_drop(&u->wait.base); /* unregister now: the token may live */
+        u->result = 0;
         return FUT_READY;
     }
-    if (fut_poll(u->inner, cx) == FUT_PENDING)
+    /* Registered under the token's lock after its flag is checked under
+     * it: a cancel during inner's poll is seen here or wakes us. */
+    if (fut_poll(&u->wait.base, cx) == FUT_PENDING)
         return FUT_PENDING;
-    fut_drop(&u->wait.base); /* unregister now: the token may live long */
-    u->result = 0;
+cancelled:
+    fut_drop(&u->wait.base); /* a waiter the canceller has not reached */
+    fut_drop(u->inner);
+    u->result = FUT_ECANCELED;
     return FUT_READY;
 }
 
