@@ -638,26 +638,28 @@ START_TEST(stack_pool)
 {
     rt = fut_test_rt();
     fut__stack_pool_drain();
+    fut__stack_pool_window(0);
     struct fut_join j[POOL_FIBERS];
-    for (int i = 0; i < POOL_FIBERS; i++)
-        ASSERT_EQ(fut_fiber_spawn(rt, toucher, (void *)(intptr_t)(5 * MS),
-                                  NULL, &j[i]),
-                  0);
-    for (int i = 0; i < POOL_FIBERS; i++) {
-        ASSERT_EQ(fut_block_on(rt, &j[i].base), 0);
-        ASSERT_EQ(fut_fiber_value(&j[i]), (char)512);
-        fut_drop(&j[i].base);
+    size_t parked, live;
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < POOL_FIBERS; i++)
+            ASSERT_EQ(fut_fiber_spawn(rt, toucher, (void *)(intptr_t)(5 * MS),
+                                      NULL, &j[i]),
+                      0);
+        fut__stack_pool_counts(&parked, &live);
+        ASSERT_EQ(live, POOL_FIBERS);
+        /* The second burst takes every stack from the pool. */
+        ASSERT_EQ(parked, 0);
+        for (int i = 0; i < POOL_FIBERS; i++) {
+            ASSERT_EQ(fut_block_on(rt, &j[i].base), 0);
+            ASSERT_EQ(fut_fiber_value(&j[i]), (char)512);
+            fut_drop(&j[i].base);
+        }
+        /* The burst's peak is kept: every stack parked, none unmapped. */
+        fut__stack_pool_counts(&parked, &live);
+        ASSERT_EQ(parked, POOL_FIBERS);
+        ASSERT_EQ(live, 0);
     }
-    size_t parked, released;
-    fut__stack_pool_counts(&parked, &released);
-    ASSERT_EQ(parked, POOL_FIBERS);
-    ASSERT_EQ(released, POOL_FIBERS - 16); /* beyond the hot 16 */
-    /* Reuse: new fibers take parked stacks, no new mapping. */
-    ASSERT_EQ(fut_fiber_spawn(rt, toucher, 0, NULL, &j[0]), 0);
-    fut__stack_pool_counts(&parked, &released);
-    ASSERT_EQ(parked, POOL_FIBERS - 1);
-    ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
-    fut_drop(&j[0].base);
     /* A custom size is not pooled. */
     struct fut_fiber_opts o;
     fut_fiber_opts_init(&o);
@@ -665,8 +667,21 @@ START_TEST(stack_pool)
     ASSERT_EQ(fut_fiber_spawn(rt, toucher, 0, &o, &j[0]), 0);
     ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
     fut_drop(&j[0].base);
-    fut__stack_pool_counts(&parked, &released);
+    fut__stack_pool_counts(&parked, &live);
     ASSERT_EQ(parked, POOL_FIBERS);
+    /* Two quiet windows later the peak is forgotten: the pool shrinks to
+     * its hot 16, at most 32 unmaps per spawn or join. */
+    fut__stack_pool_window(20 * MS);
+    for (int k = 0; k < 3; k++) {
+        usleep(30 * 1000);
+        ASSERT_EQ(fut_fiber_spawn(rt, toucher, 0, NULL, &j[0]), 0);
+        ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
+        fut_drop(&j[0].base);
+    }
+    fut__stack_pool_counts(&parked, &live);
+    ASSERT_EQ(parked, 16);
+    ASSERT_EQ(live, 0);
+    fut__stack_pool_window(0);
     fut__stack_pool_drain();
     rt_free();
 }

@@ -8,15 +8,27 @@
  * its frames reach.
  *
  * The pool (process-wide, one mutex) keeps freed stacks of the default
- * size for the next spawn - a spawn + join then costs no syscall. Rules:
- *   - at most POOL_MAX stacks wait; a stack given back to a full pool is
- *     unmapped (at once: no madvise first, which a burst of spawns
- *     beyond the pool would pay for nothing, one syscall per fiber);
- *   - the first POOL_HOT keep their pages (the next fiber finds them
- *     committed: no page faults); a stack parked beyond POOL_HOT has its
- *     pages given back first (madvise MADV_DONTNEED, outside the lock),
- *     so an idle pool holds at most POOL_HOT stacks' worth of memory;
- *   - it is a LIFO: a spawn takes the stack freed last (the warmest);
+ * size for the next spawn - a spawn + join then costs no syscall - sized
+ * by the recent peak of stacks in use, as Go keeps its stack cache until
+ * the scavenger runs. Rules:
+ *   - 'live' counts default-size stacks handed out; 'peak' is the most
+ *     live seen in the current window of WINDOW_NS, 'prev' the previous
+ *     window's. A window rolls at the first get or put after it
+ *     ends (one coarse clock read per call; nothing runs while no fiber
+ *     starts or ends);
+ *   - a stack given back is parked while live + parked stays within
+ *     max(POOL_HOT, peak, prev) - which a put never raises - so a burst
+ *     of N fibers, joined and spawned again, maps nothing the second
+ *     time; a stack that does not fit is unmapped;
+ *   - when a window rolls, parked stacks beyond that bound are unmapped,
+ *     at most TRIM_BATCH per call (outside the lock; the rest at the
+ *     next calls): two quiet windows after a burst the pool is back to
+ *     POOL_HOT stacks plus what the live fibers may need;
+ *   - parked stacks keep their pages (the fibers that used them touched
+ *     them; the peak RSS is the burst's own) until they are unmapped;
+ *   - it is a LIFO (a spawn takes the stack freed last, the warmest),
+ *     linked through a header at the top of each parked stack: no
+ *     memory besides the stacks;
  *   - stacks of other sizes are mapped and unmapped each time.
  * Valgrind: every mapping is registered as a stack (VALGRIND_STACK_*),
  * so that memcheck follows the switches. ASan: a stack handed out is
@@ -25,6 +37,7 @@
  */
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fiber/fiber_internal.h"
@@ -46,17 +59,24 @@
 #define DEFAULT_STACK (64u * 1024)
 #endif
 #define MIN_STACK (16u * 1024)
-#define POOL_MAX 256
-#define POOL_HOT 16
+#define POOL_HOT 16                      /* kept whatever the peak */
+#define WINDOW_NS (1000LL * 1000 * 1000) /* a peak is remembered 1-2 s */
+#define TRIM_BATCH 32                    /* unmaps per call at most */
 
-struct pooled {
+/* The header of a parked stack, at the top of its usable bytes. */
+struct parked {
+    struct parked *next;
     struct fut__stack st;
-    int released; /* its pages were given back */
 };
 
-static fut__mutex pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pooled pool[POOL_MAX]; /* pool_lock */
-static size_t pool_n;                /* pool_lock */
+static fut__mutex pool_lock = FUT__MUTEX_INIT;
+static struct parked *pool_head; /* pool_lock: LIFO of parked stacks */
+static size_t pool_n;            /* pool_lock: parked stacks */
+static size_t pool_live;         /* pool_lock: handed out */
+static size_t pool_peak;         /* pool_lock: this window's most live */
+static size_t pool_prev;         /* pool_lock: the last window's */
+static int64_t pool_window_end;  /* pool_lock: when this window ends */
+static int64_t pool_window_ns = WINDOW_NS; /* pool_lock (tests set it) */
 
 static size_t page_size(void)
 {
@@ -109,22 +129,95 @@ static void stack_unmap(struct fut__stack *s)
     munmap(s->base, s->size);
 }
 
+/* Coarse monotonic time (ns): a vDSO read of a few ns, tick-grained. */
+static int64_t coarse_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static size_t pool_bound(void)
+{
+    size_t b = pool_peak > pool_prev ? pool_peak : pool_prev;
+    return b > POOL_HOT ? b : POOL_HOT;
+}
+
+static void note_peak(void)
+{
+    if (pool_live > pool_peak)
+        pool_peak = pool_live;
+}
+
+static struct parked *header_of(const struct fut__stack *s)
+{
+    return (struct parked *)(void *)(s->lo + s->usable -
+                                     sizeof(struct parked));
+}
+
+/* Under the lock: rolls the window when it is over, then takes up to
+ * TRIM_BATCH parked stacks beyond the bound off the list into '*out' (a
+ * chain the caller unmaps after unlocking). */
+static void roll_and_trim(struct parked **out)
+{
+    int64_t now = coarse_now();
+    if (now >= pool_window_end) {
+        pool_prev = pool_peak;
+        pool_peak = pool_live;
+        pool_window_end = now + pool_window_ns;
+    }
+    size_t bound = pool_bound();
+    for (int i = 0; i < TRIM_BATCH && pool_n && pool_live + pool_n > bound;
+         i++) {
+        struct parked *p = pool_head;
+        pool_head = p->next;
+        pool_n--;
+        p->next = *out;
+        *out = p;
+    }
+}
+
+static void unmap_chain(struct parked *p)
+{
+    while (p) {
+        struct parked *next = p->next;
+        struct fut__stack st = p->st;
+        stack_unmap(&st);
+        p = next;
+    }
+}
+
 int fut__stack_get(size_t size, struct fut__stack *out)
 {
     size_t usable = fut__stack_size(size);
     int found = 0;
-    if (usable == fut__stack_size(0)) {
+    struct parked *trim = NULL;
+    int pooled = usable == fut__stack_size(0);
+    if (pooled) {
         fut__mutex_lock(&pool_lock);
-        if (pool_n > 0) {
-            *out = pool[--pool_n].st;
+        roll_and_trim(&trim);
+        if (pool_head) {
+            struct parked *p = pool_head;
+            pool_head = p->next;
+            pool_n--;
+            *out = p->st;
             found = 1;
         }
+        pool_live++;
+        note_peak();
         fut__mutex_unlock(&pool_lock);
+        unmap_chain(trim);
     }
     if (!found) {
         int r = stack_map(usable, out);
-        if (r != 0)
+        if (r != 0) {
+            if (pooled) {
+                fut__mutex_lock(&pool_lock);
+                pool_live--;
+                fut__mutex_unlock(&pool_lock);
+            }
             return r;
+        }
     }
 #ifdef FUT__ASAN
     ASAN_UNPOISON_MEMORY_REGION(out->lo, out->usable);
@@ -138,50 +231,51 @@ void fut__stack_put(struct fut__stack *s)
         stack_unmap(s);
         return;
     }
+    struct parked *trim = NULL;
     fut__mutex_lock(&pool_lock);
-    size_t n = pool_n;
-    fut__mutex_unlock(&pool_lock);
-    if (n >= POOL_MAX) { /* full (racy: at worst a stack not pooled) */
-        stack_unmap(s);
-        return;
-    }
-    int release = n >= POOL_HOT;
-    if (release) /* outside the lock: a syscall */
-        madvise(s->lo, s->usable, MADV_DONTNEED);
-    fut__mutex_lock(&pool_lock);
-    int parked = pool_n < POOL_MAX;
+    pool_live--;
+    roll_and_trim(&trim);
+    int parked = pool_live + pool_n < pool_bound();
     if (parked) {
-        pool[pool_n].st = *s;
-        pool[pool_n].released = release;
+        struct parked *p = header_of(s);
+#ifdef FUT__ASAN
+        /* The last fiber's frames may have left redzones poisoned there. */
+        ASAN_UNPOISON_MEMORY_REGION(p, sizeof *p);
+#endif
+        p->st = *s;
+        p->next = pool_head;
+        pool_head = p;
         pool_n++;
     }
     fut__mutex_unlock(&pool_lock);
+    unmap_chain(trim);
     if (!parked)
         stack_unmap(s);
 }
 
-void fut__stack_pool_counts(size_t *parked, size_t *released)
+void fut__stack_pool_counts(size_t *parked, size_t *live)
 {
     fut__mutex_lock(&pool_lock);
-    size_t r = 0;
-    for (size_t i = 0; i < pool_n; i++)
-        r += (size_t)pool[i].released;
     *parked = pool_n;
-    *released = r;
+    *live = pool_live;
+    fut__mutex_unlock(&pool_lock);
+}
+
+void fut__stack_pool_window(int64_t ns)
+{
+    fut__mutex_lock(&pool_lock);
+    pool_window_ns = ns > 0 ? ns : WINDOW_NS;
+    pool_window_end = 0; /* roll at the next call */
     fut__mutex_unlock(&pool_lock);
 }
 
 void fut__stack_pool_drain(void)
 {
-    for (;;) {
-        struct fut__stack s;
-        fut__mutex_lock(&pool_lock);
-        int have = pool_n > 0;
-        if (have)
-            s = pool[--pool_n].st;
-        fut__mutex_unlock(&pool_lock);
-        if (!have)
-            return;
-        stack_unmap(&s);
-    }
+    fut__mutex_lock(&pool_lock);
+    struct parked *p = pool_head;
+    pool_head = NULL;
+    pool_n = 0;
+    pool_peak = pool_prev = pool_live;
+    fut__mutex_unlock(&pool_lock);
+    unmap_chain(p);
 }
