@@ -22,7 +22,10 @@ struct fut__lock {
 };
 
 /* A static lock's initializer. */
-#define FUT__LOCK_INIT {0}
+#define FUT__LOCK_INIT                                                       \
+    {                                                                        \
+        0                                                                    \
+    }
 
 static inline void fut__lock_init(struct fut__lock *l)
 {
