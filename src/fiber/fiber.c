@@ -116,7 +116,7 @@ current_fiber(void)
     return tls_fiber;
 }
 
-#if defined(FUT_DEBUG) && !defined(FUT__ASAN) && !defined(FUT__TSAN)
+#if !defined(FUT__ASAN) && !defined(FUT__TSAN)
 /* The guard-page report's lookup (guard.c, which gets it at install). */
 static int guard_hit(const void *addr, const char **name, const char **file,
                      int *line, size_t *usable)
@@ -185,7 +185,7 @@ static inline void san_leave(struct fut__fiber *fb, int last)
 static void fiber_resume(struct fut__fiber *fb, struct fut_context *cx)
 {
     FUT_CHECK(fb->state == F_NEW || fb->state == F_SUSPENDED);
-#if defined(FUT_DEBUG) && !defined(FUT__ASAN) && !defined(FUT__TSAN)
+#if !defined(FUT__ASAN) && !defined(FUT__TSAN)
     fut__fiber_guard_thread();
 #endif
     fb->cx = cx;
@@ -281,7 +281,7 @@ static int fiber_new(struct fut_fiber *ff, fut_fiber_fn fn, void *arg,
     /* Reports and dumps name fibers by theirs (rt/watchdog.h). */
     fut__store(&fut__label_name_vt, (uintptr_t)&fiber_vt, FUT__RELAXED);
     fut__store(&fut__label_name_hook, (uintptr_t)fiber_label, FUT__RELAXED);
-#if defined(FUT_DEBUG) && !defined(FUT__ASAN) && !defined(FUT__TSAN)
+#if !defined(FUT__ASAN) && !defined(FUT__TSAN)
     fut__fiber_guard_install(guard_hit);
 #endif
     fb->fn = fn;
