@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Instructions per echo round trip, fut's echo_server (epoll, current-
-# thread) against the libuv peer's echo server, under callgrind, and where
-# they go by function.
+# Instructions per echo round trip under callgrind, and where they go by
+# function: fut's echo_server (epoll, current-thread: the example users
+# copy, with its idle deadline, cancel token and task scope), fut's
+# echo_min (bench/echo_min.c: the peers' shape, nothing but read and
+# write - what the runtime alone costs), the floor (../shared/peers/
+# baseline_c/floor.c on epoll: a hand-written loop, no runtime) and the
+# libuv peer's echo server.
 #
 #   bench/callgrind_echo.sh              N1=20000 N2=100000 round trips
 #   N1=10000 N2=50000 bench/callgrind_echo.sh
@@ -57,13 +61,13 @@ say "== build fut with symbols ($BUILD)"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_C_FLAGS_RELEASE=-O2 -g -DNDEBUG" -DFUT_DEBUG_CHECKS=OFF \
     -DFUT_BUILD_TESTS=OFF -DFUT_BUILD_MC=OFF -DFUT_BUILD_EXAMPLES=ON \
-    -DFUT_BUILD_BENCH=OFF -DFUT_LTO="${FUT_LTO:-ON}" >>"$LOG" 2>&1 &&
-    cmake --build "$BUILD" --target echo_server >>"$LOG" 2>&1 ||
-    die "building echo_server failed (see $LOG)"
-say "== build the peers' loadgen and libuv server ($PEERS)"
+    -DFUT_BUILD_BENCH=ON -DFUT_LTO="${FUT_LTO:-ON}" >>"$LOG" 2>&1 &&
+    cmake --build "$BUILD" --target echo_server echo_min >>"$LOG" 2>&1 ||
+    die "building echo_server and echo_min failed (see $LOG)"
+say "== build the peers' loadgen, libuv server and floor ($PEERS)"
 mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
     die "cannot copy the peers to $PEERS"
-for d in loadgen libuv; do
+for d in loadgen libuv baseline_c; do
     make -s -C "$PEERS/$d" >>"$LOG" 2>&1 || die "make -C $PEERS/$d failed"
 done
 LOADGEN=$PEERS/loadgen/loadgen
@@ -137,6 +141,10 @@ report() {
 
 FUT1=$(measure fut_echo_server print "$N1" "$BUILD/examples/echo_server") || exit 1
 FUT2=$(measure fut_echo_server print "$N2" "$BUILD/examples/echo_server") || exit 1
+MIN1=$(measure fut_echo_min print "$N1" "$BUILD/bench/echo_min") || exit 1
+MIN2=$(measure fut_echo_min print "$N2" "$BUILD/bench/echo_min") || exit 1
+FL1=$(measure floor probe "$N1" "$PEERS/baseline_c/floor" epoll echo) || exit 1
+FL2=$(measure floor probe "$N2" "$PEERS/baseline_c/floor" epoll echo) || exit 1
 UV1=$(measure libuv probe "$N1" "$PEERS/libuv/uvbench" echo-server) || exit 1
 UV2=$(measure libuv probe "$N2" "$PEERS/libuv/uvbench" echo-server) || exit 1
 
@@ -146,6 +154,8 @@ UV2=$(measure libuv probe "$N2" "$PEERS/libuv/uvbench" echo-server) || exit 1
         "$(lscpu | sed -n 's/^Model name: *//p')"
     echo
     report "fut echo_server (epoll, current_thread)" "$FUT1" "$FUT2"
+    report "fut echo_min (epoll, current_thread; the peers' shape)" "$MIN1" "$MIN2"
+    report "floor (epoll, hand-written)" "$FL1" "$FL2"
     report "libuv echo-server (default loop)" "$UV1" "$UV2"
 } | tee "$OUT"
 say "== written: $OUT (callgrind files: $RES/callgrind-$STAMP-*.out)"
