@@ -13,7 +13,8 @@
  * runtime while a join handle lives); and issue 30's: every call given a
  * runtime, on a freed or never-made one (debug builds abort naming it);
  * and issue 32's foreign fds (fut/fd.h): an fd registered twice, a
- * handle used after its deregistration, two waiters for one direction.
+ * handle used after its deregistration, its fd closed before it, two
+ * waiters for one direction.
  */
 #include <errno.h>
 #include <signal.h>
@@ -538,7 +539,8 @@ START_TEST(abort_names_caller)
 END_TEST
 /* Foreign fds (fut/fd.h): an fd registered twice, a handle used after
  * its deregistration (its memory kept by a future over it, so the check
- * reads live memory), two futures waiting for one direction. */
+ * reads live memory), deregistered twice, its fd closed before the
+ * deregistration, two futures waiting for one direction. */
 struct fd_misuse {
     int which, fd;
 };
@@ -565,6 +567,10 @@ static intptr_t fd_misuse_body(void *p)
         fut_fd_deregister(h);
         fut_fd_deregister(h);
         return 0;
+    case 3:
+        close(m->fd); /* before its deregistration */
+        fut_fd_deregister(h);
+        return 0;
     default:
         fut_fd_ready_init(&a, h, FUT_FD_READABLE);
         fut_fd_ready_init(&b, h, FUT_FD_READABLE | FUT_FD_WRITABLE);
@@ -589,9 +595,9 @@ static long fd_misuse(void *arg)
 START_TEST(fd_misuse_aborts)
 {
     static const char *const fn[] = {"fut_fd_register", "fut_fd_clear_ready",
-                                     "fut_fd_deregister",
+                                     "fut_fd_deregister", "fut_fd_deregister",
                                      "fut_poll (fut_fd_ready)"};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         struct child c;
         run_child(fd_misuse, (void *)(intptr_t)i, &c);
         ck_assert_msg(debug_abort(&c, fn[i]), "case %d: %s", i, c.out);

@@ -61,9 +61,13 @@
  *   - using a handle after fut_fd_deregister is a programming error:
  *     debug builds abort while its memory lives (a future over it still
  *     holds it); afterwards it is a use after free;
- *   - close the fd only after fut_fd_deregister returned (the kernel
- *     would otherwise keep the watch of a closed fd in epoll while a
- *     dup of it lives).
+ *   - close the fd only after fut_fd_deregister returned. Closing it
+ *     before is a programming error: a wait on it may sleep until the
+ *     deregistration (a closed file reports nothing), and
+ *     fut_fd_deregister finds the fd number gone or naming another file
+ *     (fstat): debug builds abort, release builds only wake the waiters
+ *     and leave epoll alone (the kernel dropped the watch with the file;
+ *     a number reused meanwhile may be another fd's registration).
  * Thread: fut_fd_register on a thread running a runtime (a task, or the
  * thread in fut_block_on); the handle then belongs to that runtime, and
  * its futures may be polled on any of its threads (FUT_EINVAL on another

@@ -101,6 +101,8 @@ int fut_fd_register(int fd, struct fut_fd **out)
         return r;
     struct fut__io *io = h->core;
     io->borrowed = 1;
+    io->fdev = (uint64_t)st.st_dev;
+    io->fino = (uint64_t)st.st_ino;
     r = fut__io_register_here(io);
     if (r < 0) {
         fut__io_free(io); /* never linked: nothing else knows it */
@@ -127,6 +129,14 @@ void fut_fd_clear_ready(struct fut_fd *h, unsigned bits, uint32_t tick)
     fut__io_clear(io, bits & BOTH, tick);
 }
 
+/* Whether 'io's fd number still names the file registered (fstat). */
+static int same_file(const struct fut__io *io)
+{
+    struct stat st;
+    return fut__sys_fstat(io->fd, &st) == 0 &&
+           (uint64_t)st.st_dev == io->fdev && (uint64_t)st.st_ino == io->fino;
+}
+
 void fut_fd_deregister(struct fut_fd *h)
 {
     if (!h)
@@ -136,7 +146,14 @@ void fut_fd_deregister(struct fut_fd *h)
         FUT_MISUSE("the handle was deregistered already");
         return;
     }
-    fut__io_cancel(io);
+    /* Closed before the deregistration (the number maybe reused): the
+     * kernel dropped its epoll watch with the file, and an EPOLL_CTL_DEL
+     * by number could remove another fd's. Wake the waiters only. */
+    int same = same_file(io);
+    if (!same)
+        FUT_MISUSE("the fd was closed before fut_fd_deregister (close it "
+                   "after)");
+    fut__io_cancel(io, same);
     fut__io_unref(io); /* the user's reference */
 }
 

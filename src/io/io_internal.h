@@ -236,6 +236,8 @@ struct fut__io {
      * the future waiting in each direction (CAS; NULL: none). */
     fut__aword gone;
     fut__aword waiter[2];
+    uint64_t fdev, fino; /* a foreign fd's file (fstat at registration):
+                            deregistration checks it is still that one */
 };
 
 /* Wraps 'fd' (already non-blocking). 'ready' = the readiness assumed at
@@ -274,10 +276,12 @@ void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
  * Returns 0, FUT_EINVAL (no driver here) or the backend's error. */
 int fut__io_register_here(struct fut__io *io);
 /* Ends a foreign fd's registration (fut_fd_deregister): marks it gone,
- * unwatches it in the backend (the fd stays open) and wakes the waiters,
- * whose next readiness wait returns FUT_ECANCELED. The memory stays
- * until fut__io_unref drops the last reference. */
-void fut__io_cancel(struct fut__io *io);
+ * unwatches it in the backend when 'unwatch' (the fd stays open; 0: the
+ * fd number is not the registered file any more, and an EPOLL_CTL_DEL
+ * would hit another fd's registration) and wakes the waiters, whose next
+ * readiness wait returns FUT_ECANCELED. The memory stays until
+ * fut__io_unref drops the last reference. */
+void fut__io_cancel(struct fut__io *io, int unwatch);
 /* Drops one reference ('refs'); the last one releases 'io' (unwatch,
  * close unless borrowed, free at the driver's next turn). */
 void fut__io_unref(struct fut__io *io);
