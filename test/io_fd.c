@@ -397,6 +397,39 @@ START_TEST(drop_then_wait)
 }
 END_TEST
 
+/* Release builds (debug builds abort, test/api_misuse.c): the fd closed
+ * before its deregistration and its number reused by a new registered
+ * fd - the deregistration wakes its waiter and leaves the new fd's
+ * registration alone (an EPOLL_CTL_DEL by number would remove it). */
+START_TEST(closed_before_deregister)
+{
+#ifndef FUT_DEBUG
+    struct fx x;
+    fx_begin(&x);
+    struct fut_join j;
+    spawn_waiter(x.rt, x.h, FUT_FD_READABLE, &j);
+    fut_test_run_pending(x.rt);
+    int old = x.sv[0];
+    close(old);
+    int sv2[2];
+    raw_pair(sv2);
+    ASSERT_EQ(sv2[0], old); /* the lowest free number: reused */
+    struct fut_fd *h2;
+    ASSERT_EQ(reg_on(x.rt, sv2[0], &h2), 0);
+    fut_fd_deregister(x.h);
+    x.h = NULL;
+    ASSERT_EQ(join_result(x.rt, &j), FUT_ECANCELED);
+    ck_assert_int_eq(write(sv2[1], "n", 1), 1);
+    ASSERT_EQ(wait_on(x.rt, h2, FUT_FD_READABLE, 2000, NULL),
+              FUT_FD_READABLE);
+    fut_fd_deregister(h2);
+    x.sv[0] = sv2[0];
+    close(sv2[1]);
+    fx_end(&x);
+#endif
+}
+END_TEST
+
 /* A fiber reads until the peer closes: wait, read to EAGAIN, clear. */
 struct fiber_arg {
     int fd;
@@ -549,6 +582,8 @@ int main(void)
     tcase_add_test(tc, fiber_wait);
     tc = fut_test_tcase(s, "bad");
     tcase_add_test(tc, bad_register);
+    tc = fut_test_tcase(s, "closed_before");
+    tcase_add_test(tc, closed_before_deregister);
     tc = fut_test_tcase(s, "race");
     tcase_add_test(tc, race_wake_deregister);
     return fut_test_run(s);

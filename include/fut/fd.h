@@ -65,9 +65,10 @@
  *     before is a programming error: a wait on it may sleep until the
  *     deregistration (a closed file reports nothing), and
  *     fut_fd_deregister finds the fd number gone or naming another file
- *     (fstat): debug builds abort, release builds only wake the waiters
- *     and leave epoll alone (the kernel dropped the watch with the file;
- *     a number reused meanwhile may be another fd's registration).
+ *     (fstat): debug builds abort, release builds wake the waiters and
+ *     leave epoll alone (the kernel dropped the watch with the file; a
+ *     number reused meanwhile may be another fd's registration), while
+ *     io_uring's poll, which holds the file, is still cancelled.
  * Thread: fut_fd_register on a thread running a runtime (a task, or the
  * thread in fut_block_on); the handle then belongs to that runtime, and
  * its futures may be polled on any of its threads (FUT_EINVAL on another

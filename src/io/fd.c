@@ -148,7 +148,8 @@ void fut_fd_deregister(struct fut_fd *h)
     }
     /* Closed before the deregistration (the number maybe reused): the
      * kernel dropped its epoll watch with the file, and an EPOLL_CTL_DEL
-     * by number could remove another fd's. Wake the waiters only. */
+     * by number could remove another fd's - only io_uring's poll, which
+     * holds the file, is cancelled; the waiters are woken. */
     int same = same_file(io);
     if (!same)
         FUT_MISUSE("the fd was closed before fut_fd_deregister (close it "

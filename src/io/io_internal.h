@@ -276,9 +276,10 @@ void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
  * Returns 0, FUT_EINVAL (no driver here) or the backend's error. */
 int fut__io_register_here(struct fut__io *io);
 /* Ends a foreign fd's registration (fut_fd_deregister): marks it gone,
- * unwatches it in the backend when 'unwatch' (the fd stays open; 0: the
- * fd number is not the registered file any more, and an EPOLL_CTL_DEL
- * would hit another fd's registration) and wakes the waiters, whose next
+ * unwatches it in the backend (the fd stays open; 'unwatch' 0: the fd
+ * number is not the registered file any more, so a backend that unwatches
+ * by number - epoll, whose EPOLL_CTL_DEL would hit another fd's
+ * registration - is not asked) and wakes the waiters, whose next
  * readiness wait returns FUT_ECANCELED. The memory stays until
  * fut__io_unref drops the last reference. */
 void fut__io_cancel(struct fut__io *io, int unwatch);

@@ -390,7 +390,7 @@ void fut__io_cancel(struct fut__io *io, int unwatch)
     struct fut__iodrv *d = io->drv;
     take_wakers(io, &r, &w);
     fut__mutex_unlock(&io->lock);
-    if (d && d->bvt->unwatch && unwatch)
+    if (d && d->bvt->unwatch && (unwatch || !d->bvt->unwatch_by_number))
         d->bvt->unwatch(d->be, io); /* borrowed: never closes the fd */
     if (fut_waker_is_set(&r))
         fut_waker_wake(&r);
