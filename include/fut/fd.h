@@ -72,8 +72,10 @@
  * Thread: fut_fd_register on a thread running a runtime (a task, or the
  * thread in fut_block_on); the handle then belongs to that runtime, and
  * its futures may be polled on any of its threads (FUT_EINVAL on another
- * runtime's, or with none). fut_fd_clear_ready and fut_fd_deregister:
- * any thread.
+ * runtime's, or with none). fut_fd_clear_ready: any thread.
+ * fut_fd_deregister: any thread, except that a current-thread runtime on
+ * io_uring is driven by its own thread only (as for fut_io_close: its
+ * ring is touched; debug builds abort on another thread).
  */
 #ifndef FUT_FD_H
 #define FUT_FD_H
@@ -131,7 +133,8 @@ FUT_EXTERN void fut_fd_clear_ready(struct fut_fd *h, unsigned bits,
  * and completes with FUT_ECANCELED, and the handle must not be used again
  * (its memory goes once no future refers to it). The fd stays open, with
  * its flags as they were: close it yourself, after this call. NULL:
- * nothing. Never fails. Thread: any. */
+ * nothing. Never fails. Thread: any (see the top for io_uring's
+ * current-thread runtime). */
 FUT_EXTERN void fut_fd_deregister(struct fut_fd *h);
 
 /** fut_fd_ready: waits until the fd is ready for 'interest'
