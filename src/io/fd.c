@@ -61,13 +61,17 @@ static int is_gone(struct fut__io *io)
 }
 
 #ifdef FUT_DEBUG
-/* Whether 'fd' is registered with 'd' already (debug builds: a scan). */
+/* Whether 'fd' is registered with 'd' already by fut_fd_register (debug
+ * builds: a scan). A fut_io of that number is not looked for: its close
+ * closes the number before it leaves the list, so a number reused in
+ * between would be a false alarm (epoll's -EEXIST still reports one that
+ * is really registered). */
 static int registered(struct fut__iodrv *d, int fd)
 {
     int found = 0;
     fut__mutex_lock(&d->lock);
     for (struct fut__io *io = d->ios; io && !found; io = io->next)
-        found = io->fd == fd && !is_gone(io);
+        found = io->kind == FUT__IO_FOREIGN && io->fd == fd && !is_gone(io);
     fut__mutex_unlock(&d->lock);
     return found;
 }
