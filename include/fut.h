@@ -18,6 +18,7 @@
 #include "fut/rt.h"
 #include "fut/time.h"
 #include "fut/io.h"
+#include "fut/fd.h"
 #include "fut/net.h"
 #include "fut/cancel.h"
 #include "fut/scope.h"

@@ -11,11 +11,15 @@
  * dropped after the original, a oneshot sent twice, a cell completed by
  * two owners, and the runtime's lifetime promise (spawn on a freed
  * runtime while a join handle lives); and issue 30's: every call given a
- * runtime, on a freed or never-made one (debug builds abort naming it).
+ * runtime, on a freed or never-made one (debug builds abort naming it);
+ * and issue 32's foreign fds (fut/fd.h): an fd registered twice, a
+ * handle used after its deregistration, its fd closed before it, two
+ * waiters for one direction.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -533,6 +537,73 @@ START_TEST(abort_names_caller)
                   c.out);
 }
 END_TEST
+/* Foreign fds (fut/fd.h): an fd registered twice, a handle used after
+ * its deregistration (its memory kept by a future over it, so the check
+ * reads live memory), deregistered twice, its fd closed before the
+ * deregistration, two futures waiting for one direction. */
+struct fd_misuse {
+    int which, fd;
+};
+
+static intptr_t fd_misuse_body(void *p)
+{
+    struct fd_misuse *m = p;
+    struct fut_fd *h, *h2;
+    if (fut_fd_register(m->fd, &h) != 0)
+        return -1;
+    struct fut_fd_ready a, b;
+    struct fut_context cx;
+    fut_context_init(&cx, fut_waker_noop());
+    switch (m->which) {
+    case 0:
+        return fut_fd_register(m->fd, &h2);
+    case 1:
+        fut_fd_ready_init(&a, h, FUT_FD_READABLE);
+        fut_fd_deregister(h);
+        fut_fd_clear_ready(h, FUT_FD_READABLE, 0);
+        return 0;
+    case 2:
+        fut_fd_ready_init(&a, h, FUT_FD_READABLE);
+        fut_fd_deregister(h);
+        fut_fd_deregister(h);
+        return 0;
+    case 3:
+        close(m->fd); /* before its deregistration */
+        fut_fd_deregister(h);
+        return 0;
+    default:
+        fut_fd_ready_init(&a, h, FUT_FD_READABLE);
+        fut_fd_ready_init(&b, h, FUT_FD_READABLE | FUT_FD_WRITABLE);
+        fut_poll(&a.base, &cx);
+        return fut_poll(&b.base, &cx);
+    }
+}
+
+static long fd_misuse(void *arg)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
+        return -1;
+    struct fd_misuse m = {(int)(intptr_t)arg, sv[0]};
+    struct fut_runtime *rt = lifetime_rt(0);
+    struct fut_lazy l;
+    fut_lazy_init(&l, fd_misuse_body, &m);
+    fut_block_on(rt, &l.base);
+    return (long)l.value;
+}
+
+START_TEST(fd_misuse_aborts)
+{
+    static const char *const fn[] = {"fut_fd_register", "fut_fd_clear_ready",
+                                     "fut_fd_deregister", "fut_fd_deregister",
+                                     "fut_poll (fut_fd_ready)"};
+    for (int i = 0; i < 5; i++) {
+        struct child c;
+        run_child(fd_misuse, (void *)(intptr_t)i, &c);
+        ck_assert_msg(debug_abort(&c, fn[i]), "case %d: %s", i, c.out);
+    }
+}
+END_TEST
 #endif /* FUT_DEBUG */
 
 static Suite *suite(void)
@@ -556,6 +627,7 @@ static Suite *suite(void)
     tcase_add_test(tc, abort_names_caller);
     tcase_add_test(tc, freed_runtime_calls_abort);
     tcase_add_test(tc, kept_runtime_calls_abort);
+    tcase_add_test(tc, fd_misuse_aborts);
 #endif
     return s;
 }

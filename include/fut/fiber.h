@@ -72,6 +72,7 @@
 
 #include "fut/chan.h"
 #include "fut/core.h"
+#include "fut/fd.h"
 #include "fut/io.h"
 #include "fut/net.h"
 #include "fut/rt.h"
@@ -220,6 +221,19 @@ FUT_EXTERN ssize_t fut_write_all_at(struct fut_io *io, const void *buf,
  * 'line' (for task dumps and debug reports). */
 FUT_EXTERN int fut_accept_at(struct fut_io *listener, struct fut_io **conn,
                              const char *file, int line);
+
+/** fut_fd_ready: waits until the registered fd 'h' is ready for
+ * 'interest' (FUT_FD_READABLE, FUT_FD_WRITABLE or both). Returns the
+ * ready bits (> 0) with '*tick' set (for fut_fd_clear_ready, after your
+ * syscall's EAGAIN), or FUT_ECANCELED (the handle was deregistered, or
+ * the fiber cancelled), FUT_EINVAL, FUT_EBUSY as the future. cancel-safe:
+ * readiness is never consumed. */
+#define fut_fd_wait(h, interest, tick)                                       \
+    fut_fd_wait_at((h), (interest), (tick), __FILE__, __LINE__)
+/** The function behind fut_fd_wait(), which passes its call site as 'file'
+ * and 'line' (for task dumps and debug reports). */
+FUT_EXTERN int fut_fd_wait_at(struct fut_fd *h, unsigned interest,
+                              uint32_t *tick, const char *file, int line);
 
 /** fut_tcp_connect_init: 0 with '*conn' (yours to close), FUT_ETIMEDOUT
  * past 'deadline' (absolute, -1 = none), or -errno. */

@@ -47,6 +47,22 @@ int fut_accept_at(struct fut_io *listener, struct fut_io **conn,
     return r != 0 ? r : a.result;
 }
 
+int fut_fd_wait_at(struct fut_fd *h, unsigned interest, uint32_t *tick,
+                   const char *file, int line)
+{
+    FUT_ARG_CHECK(h, "'h' is NULL");
+    FUT_ARG_CHECK(tick, "'tick' is NULL");
+    struct fut_fd_ready f;
+    fut_fd_ready_init(&f, h, interest);
+    int r = fut_await_at(&f.base, file, line);
+    /* Outside a fiber (release builds) fut_await leaves 'f' as it was:
+     * its reference on the handle goes here. Idempotent otherwise. */
+    fut_drop(&f.base);
+    if (r == 0 && f.result > 0)
+        *tick = f.tick;
+    return r != 0 ? r : f.result;
+}
+
 int fut_connect_at(const struct sockaddr *addr, socklen_t len,
                    int64_t deadline, struct fut_io **conn, const char *file,
                    int line)

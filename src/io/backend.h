@@ -127,6 +127,11 @@ struct fut__backend_vt {
      * backend closes it, later: another thread's ring still has SQEs
      * naming it). May be NULL. */
     int (*unwatch)(struct fut__backend *b, struct fut__io *io);
+    /* 1 when unwatch names the fd by its number (epoll_ctl): after the
+     * number was closed (and maybe reused) it must not be called; 0 when
+     * it names the watch itself (io_uring's cancel by user_data), which
+     * must be called even then (the watch holds the file). */
+    int unwatch_by_number;
     /* 'io' is about to be freed (driver turn or shutdown), or (detach)
      * outlives the backend's driver: nothing the backend keeps may point
      * to it afterwards. On detach, bytes the backend received for it and

@@ -108,6 +108,7 @@ const struct fut__backend_vt fut__backend_epoll = {
     .op_drop = NULL,
     .watch = epoll_watch,
     .unwatch = epoll_unwatch,
+    .unwatch_by_number = 1,
     .forget = NULL,
     .wait = epoll_wait_be,
 };

@@ -825,6 +825,7 @@ const struct fut__backend_vt fut__backend_uring = {
     .op_drop = uring_op_drop,
     .watch = uring_watch,
     .unwatch = uring_unwatch,
+    .unwatch_by_number = 0,
     .forget = uring_forget,
     .wait = uring_wait,
 };

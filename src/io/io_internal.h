@@ -198,7 +198,9 @@ enum {
     FUT__IO_LISTEN,     /* listening socket */
     FUT__IO_PIPE,       /* pipe, tty or other non-socket stream */
     FUT__IO_SIGNAL,     /* signalfd */
-    FUT__IO_OTHER       /* a tty or other fd: no short-transfer rule */
+    FUT__IO_OTHER,      /* a tty or other fd: no short-transfer rule */
+    FUT__IO_FOREIGN     /* the user's fd (fut_fd_register, fd.c): only
+                           readiness, never closed, flags untouched */
 };
 
 struct fut_io {
@@ -228,6 +230,14 @@ struct fut__io {
     void *bstate[3];         /* the backend's per-fd state (its file
                                     says what; the polling thread) */
     struct fut_io h, hr, hw; /* the full handle and the two halves */
+    /* A foreign fd's (fd.c): 1 once deregistered (written under 'lock',
+     * release; fut__io_ready checks it under 'lock' before it parks a
+     * waker, so no waker is parked after fut__io_cancel took them), and
+     * the future waiting in each direction (CAS; NULL: none). */
+    fut__aword gone;
+    fut__aword waiter[2];
+    uint64_t fdev, fino; /* a foreign fd's file (fstat at registration):
+                            deregistration checks it is still that one */
 };
 
 /* Wraps 'fd' (already non-blocking). 'ready' = the readiness assumed at
@@ -238,7 +248,7 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out);
  * ready bits (> 0) with '*tick', 0 once cx's waker is registered (the
  * caller returns PENDING), or a negative code (FUT_EINVAL: no driver on
  * this thread, or another runtime's; a registration error such as
- * -ENOMEM or -EPERM). */
+ * -ENOMEM or -EPERM; FUT_ECANCELED: a foreign fd deregistered). */
 int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
                   uint32_t *tick);
 /* Binds 'io' to the driver of this thread without asking the backend to
@@ -261,6 +271,21 @@ size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek);
 void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx);
 /* Clears 'bits' unless an event newer than 'tick' landed (ABA guard). */
 void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
+/* Registers 'io' with the driver of this thread now (a foreign fd: its
+ * readiness starts at none and comes from the backend's first report).
+ * Returns 0, FUT_EINVAL (no driver here) or the backend's error. */
+int fut__io_register_here(struct fut__io *io);
+/* Ends a foreign fd's registration (fut_fd_deregister): marks it gone,
+ * unwatches it in the backend (the fd stays open; 'unwatch' 0: the fd
+ * number is not the registered file any more, so a backend that unwatches
+ * by number - epoll, whose EPOLL_CTL_DEL would hit another fd's
+ * registration - is not asked) and wakes the waiters, whose next
+ * readiness wait returns FUT_ECANCELED. The memory stays until
+ * fut__io_unref drops the last reference. */
+void fut__io_cancel(struct fut__io *io, int unwatch);
+/* Drops one reference ('refs'); the last one releases 'io' (unwatch,
+ * close unless borrowed, free at the driver's next turn). */
+void fut__io_unref(struct fut__io *io);
 /* Drops the waker registered for 'dir' (a future's drop), and tells the
  * backend (op_drop). */
 void fut__io_unwait(struct fut__io *io, unsigned dir);

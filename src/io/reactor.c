@@ -24,7 +24,12 @@
  *     epoll_ctl per fd, both directions) happens the first time it would
  *     block;
  *   - 'drv' is written once, under the fd's lock, by the registering
- *     poller; the waker slots are read and written only under that lock.
+ *     poller; the waker slots are read and written only under that lock;
+ *   - a foreign fd (fd.c) is deregistered by fut__io_cancel: 'gone' set
+ *     and both wakers taken under the fd's lock, then woken. A poller
+ *     checks 'gone' under the same lock before it parks a waker, so no
+ *     waker is parked after the deregistration took them (its next wait
+ *     returns FUT_ECANCELED instead of sleeping forever).
  *
  * Lock order: an fd's lock, then the driver's. Never the reverse.
  */
@@ -56,6 +61,9 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
         return FUT_ENOMEM;
     }
     fut__aword_init(&io->refs, 1);
+    fut__aword_init(&io->gone, 0);
+    fut__aword_init(&io->waiter[0], 0);
+    fut__aword_init(&io->waiter[1], 0);
     io->fd = fd;
     io->kind = kind;
     io->restore_fl = -1;
@@ -114,6 +122,14 @@ static int io_register(struct fut__io *io)
     return 0;
 }
 
+int fut__io_register_here(struct fut__io *io)
+{
+    fut__mutex_lock(&io->lock);
+    int r = io_register(io);
+    fut__mutex_unlock(&io->lock);
+    return r;
+}
+
 int fut__io_attach(struct fut__io *io)
 {
     struct fut__iodrv *d = fut__iodrv_current();
@@ -150,6 +166,12 @@ int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
     if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED)))
         fut__sys_after(FUT__SYS_PREWAIT, io->fd, 0); /* tests only */
     fut__mutex_lock(&io->lock);
+    if (FUT_UNLIKELY(fut__load(&io->gone, FUT__RELAXED))) {
+        /* Deregistered (a foreign fd): its wakers were taken, so parking
+         * one now would never be woken. */
+        fut__mutex_unlock(&io->lock);
+        return FUT_ECANCELED;
+    }
     if (!io->drv) {
         int r = io_register(io);
         if (r < 0) {
@@ -317,11 +339,13 @@ static void io_release(struct fut__io *io)
     struct fut__iodrv *d = io->drv;
     io->drv = NULL;
     take_wakers(io, &r, &w);
+    /* A cancelled foreign fd was unwatched already (fut__io_cancel). */
+    int unwatched = fut__load(&io->gone, FUT__RELAXED) != 0;
     fut__mutex_unlock(&io->lock);
     /* Unregister explicitly: a forked child may keep the open file
      * description (and so its epoll registration) alive. */
     int closes = 0; /* the backend closes it (another thread's ring) */
-    if (d && d->bvt->unwatch)
+    if (d && d->bvt->unwatch && !unwatched)
         closes = d->bvt->unwatch(d->be, io);
     if (io->restore_fl >= 0)
         fut__sys_fcntl_fl(io->fd, io->restore_fl);
@@ -348,6 +372,32 @@ static void io_release(struct fut__io *io)
         fut__io_free(io);
 }
 
+void fut__io_unref(struct fut__io *io)
+{
+    /* Acq_rel: the other holders' last uses happen before the free. */
+    if (fut__fetch_sub(&io->refs, 1, FUT__ACQ_REL) == 1)
+        io_release(io);
+}
+
+void fut__io_cancel(struct fut__io *io, int unwatch)
+{
+    struct fut_waker r, w;
+    fut__mutex_lock(&io->lock);
+    /* Release, under the lock: a waiter's unlocked check (fd.c) that
+     * sees it also sees what came before; one that does not see it
+     * checks again under the lock (fut__io_ready), after we left. */
+    fut__store(&io->gone, 1, FUT__RELEASE);
+    struct fut__iodrv *d = io->drv;
+    take_wakers(io, &r, &w);
+    fut__mutex_unlock(&io->lock);
+    if (d && d->bvt->unwatch && (unwatch || !d->bvt->unwatch_by_number))
+        d->bvt->unwatch(d->be, io); /* borrowed: never closes the fd */
+    if (fut_waker_is_set(&r))
+        fut_waker_wake(&r);
+    if (fut_waker_is_set(&w))
+        fut_waker_wake(&w);
+}
+
 /* ----------------------------------------------------------- handles */
 
 int fut_io_fd(const struct fut_io *io)
@@ -363,9 +413,7 @@ void fut_io_close(struct fut_io *h)
     struct fut__io *io = h->core;
     if (h == &io->hw && io->kind == FUT__IO_STREAM)
         fut__sys_shutdown(io->fd, SHUT_WR);
-    /* Acq_rel: the other half's last uses happen before the free. */
-    if (fut__fetch_sub(&io->refs, 1, FUT__ACQ_REL) == 1)
-        io_release(io);
+    fut__io_unref(io);
 }
 
 int fut_io_split(struct fut_io *h, struct fut_io **rd, struct fut_io **wr)
