@@ -44,7 +44,7 @@
 # '<prog> bench <name> <flavor>' runs one; exit 77 = unsupported (skipped).
 # The servers (tcp_echo, tcp_echo_1k, http_wrk): fut's examples echo_server,
 # echo_fiber and http_hello on each I/O backend (FUT_IO_BACKEND), Tokio,
-# libuv, nginx (http_wrk) and Go, each driven by the peers' loadgen or by wrk
+# libuv, the floor (peer=floor, config=epoll|uring), nginx (http_wrk) and Go, each driven by the peers' loadgen or by wrk
 # as peers/run_all.sh does, twice: a timed run and a syscall-count run (see
 # "server rows" below and bench/servers.sh). A server that does not start
 # (exit 77: the build lacks the flavor; a backend the kernel or the build
@@ -141,6 +141,7 @@ command -v nginx >/dev/null 2>&1 && HAVE_NGINX=1
 
 TOKIO=$PEERS/tokio/target/release/tokio-peer-bench
 UV=$PEERS/libuv/uvbench
+FLOOR=$PEERS/baseline_c/floor
 GOB=$PEERS/go/gobench
 LOADGEN=$PEERS/loadgen/loadgen
 XTHREAD=$PEERS/baseline_c/xthread
@@ -349,6 +350,12 @@ server_rows() {
         server_row "$b" tokio "$(cfg_of $fl)" probe "$TOKIO" "$kind-server" "$fl"
     done
     server_row "$b" libuv default_loop probe "$UV" "$kind-server"
+    # The floor: a hand-written single-threaded server on each kernel
+    # interface, no runtime (peers/baseline_c/floor.c; built with liburing)
+    if [ -x "$FLOOR" ]; then
+        server_row "$b" floor epoll probe "$FLOOR" epoll "$kind"
+        server_row "$b" floor uring probe "$FLOOR" uring "$kind"
+    fi
     if [ $kind = http ] && [ $HAVE_NGINX = 1 ]; then
         server_row "$b" nginx worker_processes1 probe srv_nginx
     fi
