@@ -375,7 +375,8 @@ static intptr_t cancellee(void *arg)
     c->later = fut_await(&nv);
     c->later_now = fut_sleep(3600LL * 1000 * MS) == FUT_ECANCELED &&
                    fut_now_ns() - t0 < 1000 * MS;
-    c->returned = 1;
+    /* Release: pairs with wait_set's acquire (another thread may look). */
+    __atomic_store_n(&c->returned, 1, __ATOMIC_RELEASE);
     return -1;
 }
 
@@ -411,6 +412,19 @@ START_TEST(cancel_abort)
 }
 END_TEST
 
+/* Runs the runtime's pending work until '*flag' is set (acquire: pairs
+ * with cancellee's release stores), 10 s at most: on the multi-thread
+ * runtime a worker does it, and a loaded machine may not run that worker
+ * for a while (the fixed settling of fut_test_run_pending was not always
+ * enough: load 14 under ASan). */
+static void wait_set(int *flag)
+{
+    int64_t end = fut_now_ns() + 10000 * MS;
+    fut_test_run_pending(rt);
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) && fut_now_ns() < end)
+        fut_test_run_pending(rt);
+}
+
 /* Dropped before its first poll (a spawn then an immediate drop of the
  * handle; and a runtime shut down with a parked fiber): fn still runs
  * once, cancelled from its first await. */
@@ -422,14 +436,14 @@ START_TEST(cancel_unstarted)
     struct fut_join j;
     ASSERT_EQ(fut_fiber_spawn(rt, cancellee, &c, NULL, &j), 0);
     fut_drop(&j.base); /* aborts; the task is dropped by its runtime */
-    fut_test_run_pending(rt);
+    wait_set(&c.returned);
     ASSERT_EQ(c.returned, 1);
     ASSERT_EQ(c.first, FUT_ECANCELED);
     /* Shutdown with a fiber parked in its sleep. */
     struct cancel_rec d;
     memset(&d, 0, sizeof d);
     ASSERT_EQ(fut_fiber_spawn(rt, cancellee, &d, NULL, NULL), 0);
-    fut_test_run_pending(rt);
+    wait_set(&d.started);
     ASSERT_EQ(d.started, 1);
     ASSERT_EQ(d.returned, 0);
     rt_free();
