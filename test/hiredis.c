@@ -79,6 +79,36 @@ static redisReply *must(struct fut_redis *r, int type, const char *cmd,
     return rep;
 }
 
+/* Polls 'inner' once, then again after each of 'yields' yields (the
+ * driver task runs meanwhile: it writes the command), and is READY
+ * whether 'inner' is or not; 'inner' is left as it stands. */
+struct poll_some {
+    struct fut_future base;
+    struct fut_future *inner;
+    int yields;
+};
+
+static int poll_some_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct poll_some *p = (struct poll_some *)f;
+    if (fut_poll(p->inner, cx) == FUT_READY || p->yields-- == 0)
+        return FUT_READY;
+    fut_waker_wake_by_ref(&cx->waker);
+    return FUT_PENDING;
+}
+
+static const struct fut_future_vtable poll_some_vt = {poll_some_poll, 0,
+                                                      "poll_some", 0};
+
+static void poll_some(struct fut_future *inner, int yields)
+{
+    struct poll_some p;
+    fut_future_init(&p.base, &poll_some_vt);
+    p.inner = inner;
+    p.yields = yields;
+    ASSERT_EQ(fut_await(&p), 0);
+}
+
 /* ------------------------------------------------------------ commands */
 
 static intptr_t commands_fiber(void *p)
@@ -115,7 +145,15 @@ static intptr_t commands_fiber(void *p)
     ASSERT_EQ(fut_await(&c), 0);
     ASSERT_EQ(c.result, FUT_EINVAL);
     ASSERT_TRUE(c.reply == NULL);
+    /* Pending when the context is closed: FUT_ECANCELED, the future still
+     * valid after the close (it holds the context's memory). */
+    fut_redis_cmd_init(&c, r, "PING");
+    poll_some(&c.base, 0);
+    ASSERT_TRUE(!fut_is_ready(&c.base));
     fut_redis_close(r);
+    ASSERT_EQ(fut_await(&c), 0);
+    ASSERT_EQ(c.result, FUT_ECANCELED);
+    ASSERT_TRUE(c.reply == NULL);
     return 0;
 }
 
@@ -314,36 +352,6 @@ START_TEST(pubsub)
 END_TEST
 
 /* ------------------------------------------------------------- dropped */
-
-/* Polls 'inner' once, then again after each of 'yields' yields (the
- * driver task runs meanwhile: it writes the command), and is READY
- * whether 'inner' is or not; 'inner' is left as it stands. */
-struct poll_some {
-    struct fut_future base;
-    struct fut_future *inner;
-    int yields;
-};
-
-static int poll_some_poll(struct fut_future *f, struct fut_context *cx)
-{
-    struct poll_some *p = (struct poll_some *)f;
-    if (fut_poll(p->inner, cx) == FUT_READY || p->yields-- == 0)
-        return FUT_READY;
-    fut_waker_wake_by_ref(&cx->waker);
-    return FUT_PENDING;
-}
-
-static const struct fut_future_vtable poll_some_vt = {poll_some_poll, 0,
-                                                      "poll_some", 0};
-
-static void poll_some(struct fut_future *inner, int yields)
-{
-    struct poll_some p;
-    fut_future_init(&p.base, &poll_some_vt);
-    p.inner = inner;
-    p.yields = yields;
-    ASSERT_EQ(fut_await(&p), 0);
-}
 
 /* Commands dropped while in flight: sent, polled again after the driver
  * ran, still pending, then dropped; their replies come later and go to
