@@ -71,4 +71,19 @@ if grep -q '^FUT_BUILD_DOCS:BOOL=ON$' "$build/CMakeCache.txt"; then
     fi
     docs=", man pages, HTML"
 fi
-echo "install check: pkg-config shared, static, find_package$docs: ok"
+# The hiredis adapter, when it was built: its own library and .pc, and a
+# program that uses only libfut links none of it.
+adapters=""
+if [ -f "$pc/fut-hiredis.pc" ]; then
+    $CC -std=c11 "$here/consumer/hiredis_main.c" \
+        $(pkg-config --cflags --libs fut-hiredis) \
+        -Wl,-rpath,"$(pkg-config --variable=libdir fut)" -o "$scratch/hiredis"
+    "$scratch/hiredis"
+    deps=$(ldd "$scratch/shared")
+    if [[ $deps == *libhiredis.so* || $deps == *libfut_hiredis* ]]; then
+        echo "the libfut-only consumer links hiredis" >&2
+        exit 1
+    fi
+    adapters=", fut-hiredis"
+fi
+echo "install check: pkg-config shared, static, find_package$docs$adapters: ok"
