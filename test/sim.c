@@ -6,6 +6,7 @@
  * clock and names the step; a lost update is found by a loop over seeds
  * and replayed from its seed; blocking work runs inline; a teardown with
  * tasks pending drops them; what a simulation refuses. */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -533,6 +534,57 @@ START_TEST(teardown_drops_pending)
 }
 END_TEST
 
+/* A receiver waiting on a channel nobody sends on, no timer armed: the
+ * simulation says deadlock instead of hanging; a later block_on that
+ * ends the channel ends it. */
+struct waiter {
+    struct fut_future base;
+    struct fut_mpsc_rx *rx;
+    int msg;
+    struct fut_mpsc_recv recv;
+    int result;
+};
+
+static int waiter_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct waiter *w = (struct waiter *)f;
+    FUT_BEGIN(f);
+    fut_mpsc_recv_init(&w->recv, w->rx, &w->msg);
+    FUT_AWAIT(f, &w->recv);
+    w->result = w->recv.result;
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(waiter_vt, "waiter", waiter_poll, NULL);
+
+START_TEST(deadlock_reported)
+{
+    unsetenv("FUT_SIM_SEED");
+    struct fut_runtime *rt;
+    ASSERT_EQ(fut_sim_new(NULL, 4, &rt), 0);
+    struct fut_mpsc_tx tx;
+    struct fut_mpsc_rx rx;
+    ASSERT_EQ(fut_mpsc_new(1, sizeof(int), NULL, &tx, &rx), 0);
+    struct waiter w;
+    memset(&w, 0, sizeof w);
+    fut_future_init(&w.base, &waiter_vt);
+    w.rx = &rx;
+    w.result = 1;
+    struct fut_join j;
+    ASSERT_EQ(fut_spawn(rt, &w, sizeof w, &j), 0);
+    int result = 1;
+    FUT_JOIN_OUTPUT(&j, struct waiter, result, &result);
+    ASSERT_EQ(fut_block_on(rt, &j.base), -EDEADLK);
+    /* The sender goes: the stream ends, the waiter finishes. */
+    fut_mpsc_tx_drop(&tx);
+    ASSERT_EQ(fut_block_on(rt, &j.base), 0);
+    ASSERT_EQ(j.result, 0);
+    ASSERT_EQ(result, FUT_ECLOSED);
+    fut_drop(&j.base);
+    fut_runtime_free(rt);
+    fut_mpsc_rx_drop(&rx);
+}
+END_TEST
+
 struct fd_try {
     struct fut_future base;
     int result;
@@ -600,6 +652,8 @@ int main(void)
     tcase_add_test(tc, select_start_seeded);
     tc = fut_test_tcase(s, "teardown");
     tcase_add_test(tc, teardown_drops_pending);
+    tc = fut_test_tcase(s, "deadlock");
+    tcase_add_test(tc, deadlock_reported);
     tc = fut_test_tcase(s, "refusals");
     tcase_add_test(tc, refusals);
     return fut_test_run(s);

@@ -47,7 +47,11 @@ struct fut_sim_report {
  * (a bad or multi-thread config, no driver), FUT_ENOMEM, or the driver's
  * error. Every task must be spawned and run on the thread that calls
  * fut_block_on; a spawn or wake from another thread works but breaks
- * determinism. Thread: any. */
+ * determinism. A fut_block_on of the runtime that finds nothing that
+ * could ever go on (no task ready, no timer armed: every task waits for
+ * something no one will do) does not sleep: it prints "fut-sim: seed=N
+ * deadlock after step S" on stderr and returns -EDEADLK (a wake from
+ * another thread is not waited for). Thread: any. */
 FUT_EXTERN int fut_sim_new(const struct fut_rt_config *cfg, uint64_t seed,
                            struct fut_runtime **out);
 

@@ -274,6 +274,13 @@ static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
     int64_t ns = may_advance
                      ? 0
                      : wait_ns(d, timeout_ns, d->paused ? UINT64_MAX : next);
+    if (d->sim && ns < 0) {
+        /* A simulation has no fd and no pool thread: only another
+         * thread's unpark could end this wait. Say so instead of
+         * sleeping forever (fut__driver.stalled). */
+        ns = 0;
+        d->base.stalled = 1;
+    }
     if (timeout_ns == 0 && !d->ios && !dead && next == UINT64_MAX &&
         !d->paused) {
         /* A look without sleeping (a scheduler's every-N-ticks poll) at

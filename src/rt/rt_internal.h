@@ -172,6 +172,11 @@ struct fut__driver {
     const char *backend;
     /* Per-worker rings: their count (the workers'), or 0 (see 'bind'). */
     int rings;
+    /* A simulation's driver: set by a blocking park that found nothing
+     * that could ever end it (no timer, no fd, no blocking job, no
+     * unpark) and returned instead of sleeping; cleared by the parking
+     * thread, the only one that reads or writes it. */
+    int stalled;
 };
 
 struct fut__sched {

@@ -46,7 +46,10 @@
  *   - every poll (tasks and the block_on future, id 0) is a step of the
  *     trace (rt/sim_trace.c); FUT_SIM_CHECK's compare run stops at the
  *     first step that differs: block_on returns FUT_ECANCELED, then and
- *     in every later call.
+ *     in every later call;
+ *   - a park that nothing could ever end (no task ready, no timer armed,
+ *     the driver 'stalled') is a deadlock: block_on returns -EDEADLK
+ *     (a later block_on may bring what ends it).
  * fut__tls_simrng points at the generator while block_on or shutdown
  * runs, so select's fair start (src/core) draws from the seed too.
  */
@@ -60,13 +63,15 @@
 
 #define TASK_F_UNLINKED 2u
 
+enum { SIM_DIVERGED = 1, SIM_DEADLOCK = 2 }; /* ct_sched.sim_stopped */
+
 struct ct_sched {
     struct fut__sched base;
     /* runtime thread only */
     struct fut_task *head, *tail; /* local run queue (FIFO) */
     size_t qlen;                  /* tasks in it */
-    int sim_stopped;              /* simulation: the compare run stopped */
-    struct fut__list owned;       /* live tasks (fut_task.owned) */
+    int sim_stopped;        /* simulation: SIM_DIVERGED or SIM_DEADLOCK */
+    struct fut__list owned; /* live tasks (fut_task.owned) */
     struct fut__slab slab;
     int budget;
     int event_interval;
@@ -228,7 +233,7 @@ static void sim_main_step(struct ct_sched *c, int ready)
     if (c->base.sim && fut__sim_step(c->base.sim, 0,
                                      ready ? FUT__SIM_DONE : FUT__SIM_PENDING,
                                      "fut_block_on", 0))
-        c->sim_stopped = 1;
+        c->sim_stopped = SIM_DIVERGED;
 }
 
 /* Moves the remote queue to the local one; returns how many. */
@@ -488,7 +493,7 @@ static void run_task(struct ct_sched *c, struct fut_task *t)
                       : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
                                                  : FUT__SIM_PENDING,
                       g.file, g.line))
-        c->sim_stopped = 1;
+        c->sim_stopped = SIM_DIVERGED;
     switch (r) {
     case FUT__RUN_RESCHEDULE:
         push_local(c, t); /* to the back: the others go first */
@@ -513,9 +518,16 @@ static void park(struct ct_sched *c)
     if (drain_remote(c) || fut__load(&c->main_woken, FUT__ACQUIRE))
         return;
     stat_inc(&c->n_parks);
-    if (c->base.driver)
-        c->base.driver->vt->park(c->base.driver, -1);
-    else
+    struct fut__driver *d = c->base.driver;
+    if (d) {
+        d->vt->park(d, -1);
+        if (c->base.sim && d->stalled) { /* see the rules */
+            d->stalled = 0;
+            if (!c->head && !drain_remote(c) &&
+                !fut__load(&c->main_woken, FUT__ACQUIRE))
+                c->sim_stopped = SIM_DEADLOCK;
+        }
+    } else
         fut__parker_park(&c->parker, -1);
 }
 
@@ -591,7 +603,11 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
             }
         }
         if (c->sim_stopped) {
-            ret = FUT_ECANCELED;
+            ret = c->sim_stopped == SIM_DEADLOCK ? -EDEADLK : FUT_ECANCELED;
+            if (c->sim_stopped == SIM_DEADLOCK) {
+                fut__sim_deadlock(s->sim);
+                c->sim_stopped = 0;
+            }
             break;
         }
         if (n == 0)

@@ -90,6 +90,14 @@ int fut__sim_step(struct fut__sim *s, uint64_t task, int result,
     return 0;
 }
 
+void fut__sim_deadlock(const struct fut__sim *s)
+{
+    fprintf(stderr,
+            "fut-sim: seed=%" PRIu64 " deadlock after step %" PRIu64
+            ": no task is ready and no timer is armed\n",
+            s->seed, s->steps);
+}
+
 void fut__sim_print(const struct fut__sim *s)
 {
     fprintf(stderr,

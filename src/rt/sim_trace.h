@@ -66,6 +66,9 @@ int fut__sim_step(struct fut__sim *s, uint64_t task, int result,
                   const char *file, int line);
 /* The virtual time now (0 when the runtime has no clock). */
 int64_t fut__sim_now(const struct fut__sim *s);
+/* Reports a deadlock (every task waits, nothing could wake one) on
+ * stderr, with the seed and the step. */
+void fut__sim_deadlock(const struct fut__sim *s);
 /* FUT_SIM_VERBOSE's line, on stderr. */
 void fut__sim_print(const struct fut__sim *s);
 
