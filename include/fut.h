@@ -24,5 +24,6 @@
 #include "fut/scope.h"
 #include "fut/fiber.h"
 #include "fut/testing.h"
+#include "fut/sim.h"
 
 #endif /* FUT_H */

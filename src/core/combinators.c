@@ -16,6 +16,7 @@
  */
 #include "fut/combinators.h"
 #include "internal.h"
+#include "platform/simrng.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -132,7 +133,9 @@ void fut_join_all_init(struct fut_join_all *j, struct fut_future **children,
  * cache line. Seeded from the address of a stack variable (distinct per
  * thread) and the clock, through splitmix64's finaliser, never 0. (Not
  * the address of 'rng_state' itself: gcc folds &tls + constant into a
- * 32-bit TLS relocation that fails to link in the shared library.) */
+ * 32-bit TLS relocation that fails to link in the shared library.)
+ * Under a simulation runtime (fut/sim.h) the simulation's seeded
+ * generator is used instead. */
 static _Thread_local uint32_t rng_state;
 
 static uint32_t rng_seed(void)
@@ -149,6 +152,8 @@ static uint32_t rng_seed(void)
 /* A uniform index in [0, n) (Lemire's multiply-shift, no division). */
 static size_t rng_below(size_t n)
 {
+    if (fut__tls_simrng) /* a simulation runs here: its seed decides */
+        return (size_t)fut__simrng_below(fut__tls_simrng, n);
     uint32_t x = rng_state;
     if (FUT_UNLIKELY(x == 0))
         x = rng_seed();

@@ -274,6 +274,13 @@ static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
     int64_t ns = may_advance
                      ? 0
                      : wait_ns(d, timeout_ns, d->paused ? UINT64_MAX : next);
+    if (d->sim && ns < 0) {
+        /* A simulation has no fd and no pool thread: only another
+         * thread's unpark could end this wait. Say so instead of
+         * sleeping forever (fut__driver.stalled). */
+        ns = 0;
+        d->base.stalled = 1;
+    }
     if (timeout_ns == 0 && !d->ios && !dead && next == UINT64_MAX &&
         !d->paused) {
         /* A look without sleeping (a scheduler's every-N-ticks poll) at
@@ -633,4 +640,28 @@ fail_evfd:
 fail_alloc:
     fut__free(d, sizeof *d);
     return r;
+}
+
+int fut__driver_new_sim(struct fut__sched *s, const struct fut_rt_config *cfg,
+                        struct fut__driver **out)
+{
+    struct fut_rt_config c = *cfg;
+    c.start_paused = 1;
+    c.io_backend = FUT_IO_EPOLL; /* no fd registers: only timers run */
+    int r = fut__driver_new(s, &c, out);
+    if (r)
+        return r;
+    struct fut__iodrv *d = drv_of(*out);
+    d->sim = 1;
+    /* Time starts at 0, not at the real clock: the wheel's ticks and
+     * every fut_time_now() are then the same in every run. */
+    d->origin = 0;
+    fut__store(&d->vnow, 0, FUT__RELAXED);
+    return 0;
+}
+
+int64_t fut__driver_vnow(struct fut__driver *b)
+{
+    struct fut__iodrv *d = drv_of(b);
+    return (int64_t)fut__load(&d->vnow, FUT__RELAXED) - d->origin;
 }

@@ -16,5 +16,13 @@
  * park in it. */
 int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
                     struct fut__driver **out);
+/* The driver of a simulation runtime (fut/sim.h): fut__driver_new with
+ * the paused clock, starting at 0 instead of the real clock; fds are
+ * refused (FUT_EINVAL) and blocking jobs run inline at their first poll.
+ * Current-thread only, like start_paused. */
+int fut__driver_new_sim(struct fut__sched *s, const struct fut_rt_config *cfg,
+                        struct fut__driver **out);
+/* Virtual time since the start of 'd' (ns): the simulation's clock. */
+int64_t fut__driver_vnow(struct fut__driver *d);
 
 #endif /* FUT_IO_DRIVER_H */

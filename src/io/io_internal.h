@@ -120,6 +120,9 @@ struct fut__iodrv {
     fut__aword park_state; /* IDLE / PARKED / NOTIFIED (driver.c) */
     uint32_t tick;         /* event tick; the parking thread only */
     int paused;            /* virtual clock (static after creation) */
+    int sim;               /* a simulation's driver (fut__driver_new_sim):
+                              no fd may register, blocking jobs run
+                              inline (static after creation) */
     int64_t origin;        /* real time of tick 0 */
     fut__aword vnow;       /* virtual now (ns); written under 'lock' */
     fut__aword inhibit;    /* blocking jobs in flight (paused clock) */

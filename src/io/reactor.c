@@ -113,7 +113,7 @@ static int io_watch(struct fut__io *io, struct fut__iodrv *d)
 static int io_register(struct fut__io *io)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    if (!d)
+    if (!d || d->sim) /* a simulation has no real I/O (fut/sim.h) */
         return FUT_EINVAL;
     int r = io_watch(io, d);
     if (r < 0)
@@ -133,7 +133,7 @@ int fut__io_register_here(struct fut__io *io)
 int fut__io_attach(struct fut__io *io)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    if (!d)
+    if (!d || d->sim) /* a simulation has no real I/O (fut/sim.h) */
         return FUT_EINVAL;
     int r = 0;
     fut__mutex_lock(&io->lock);

@@ -11,6 +11,7 @@
 /* ----------------------------------------------------------- task layout */
 
 struct fut__sched;
+struct fut__sim;
 
 /* One allocation: this header, then the future's bytes (aligned). In
  * release builds the header is exactly 64 bytes. */
@@ -171,6 +172,11 @@ struct fut__driver {
     const char *backend;
     /* Per-worker rings: their count (the workers'), or 0 (see 'bind'). */
     int rings;
+    /* A simulation's driver: set by a blocking park that found nothing
+     * that could ever end it (no timer, no fd, no blocking job, no
+     * unpark) and returned instead of sleeping; cleared by the parking
+     * thread, the only one that reads or writes it. */
+    int stalled;
 };
 
 struct fut__sched {
@@ -183,6 +189,10 @@ struct fut__sched {
      * fut_runtime_free around the shutdown; the polling threads bind
      * its slots (a worker: its index; the current-thread runtime: 0). */
     struct fut__watch *watch;
+    /* A simulation runtime's state (rt/sim_trace.h; fut_sim_new sets it
+     * before the first spawn and the current-thread scheduler owns and
+     * frees it), or NULL. */
+    struct fut__sim *sim;
 };
 
 /* The runtime handle (fut_runtime_new): its scheduler, which frees it
@@ -257,6 +267,13 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
                 fut__driver_new_fn driver_new, struct fut__sched **out);
 int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
                 fut__driver_new_fn driver_new, struct fut__sched **out);
+
+/* A simulation runtime (runtime.c; fut_sim_new in sim.c): the
+ * current-thread scheduler in simulation mode with the simulation's
+ * driver. 0, FUT_EINVAL (a multi-thread flavor or no_driver in 'cfg', or
+ * what fut_runtime_new refuses), FUT_ENOMEM. */
+int fut__sim_runtime_new(const struct fut_rt_config *cfg, uint64_t seed,
+                         struct fut_runtime **out);
 
 /* ----------------------------------------------------- block_on_thread.c */
 

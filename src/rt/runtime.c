@@ -8,6 +8,7 @@
 
 #include "io/driver.h"
 #include "rt/rt_internal.h"
+#include "rt/sim_trace.h"
 #include "rt/watchdog.h"
 
 void fut_rt_config_init(struct fut_rt_config *cfg)
@@ -74,24 +75,42 @@ static int watch_attach(struct fut__sched *s, const struct fut_rt_config *c)
                           c->flavor == FUT_RT_MULTI_THREAD, &s->watch);
 }
 
-int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
+/* The simulation's clock: the driver's virtual time. */
+static int64_t sim_clock(void *driver)
 {
-    FUT_ARG_CHECK(out, "'out' is NULL");
-    *out = NULL;
+    return fut__driver_vnow(driver);
+}
+
+/* fut_runtime_new, and fut_sim_new with 'sim' (which it owns from here:
+ * freed on failure, by the scheduler otherwise). */
+static int runtime_make(const struct fut_rt_config *cfg, struct fut__sim *sim,
+                        struct fut_runtime **out)
+{
     struct fut_rt_config c;
     int r = config_resolve(cfg, &c);
-    if (r)
+    if (!r && sim && (c.flavor != FUT_RT_CURRENT_THREAD || c.no_driver))
+        r = FUT_EINVAL; /* one thread, and a clock (fut/sim.h) */
+    struct fut_runtime *rt = r ? NULL : fut__alloc(sizeof *rt);
+    if (!r && !rt)
+        r = FUT_ENOMEM;
+    if (r) {
+        fut__sim_free(sim);
         return r;
-    struct fut_runtime *rt = fut__alloc(sizeof *rt);
-    if (!rt)
-        return FUT_ENOMEM;
+    }
     rt->freed = 0;
     r = c.flavor == FUT_RT_MULTI_THREAD
             ? fut__mt_new(rt, &c, fut__driver_new, &rt->sched)
-            : fut__ct_new(rt, &c, fut__driver_new, &rt->sched);
+            : fut__ct_new(rt, &c, sim ? fut__driver_new_sim : fut__driver_new,
+                          &rt->sched);
     if (r) {
+        fut__sim_free(sim);
         fut__free(rt, sizeof *rt);
         return r;
+    }
+    if (sim) { /* before any spawn; the scheduler frees it */
+        sim->now = sim_clock;
+        sim->now_ud = rt->sched->driver;
+        rt->sched->sim = sim;
     }
     if ((r = watch_attach(rt->sched, &c))) {
         rt->sched->vt->shutdown(rt->sched); /* 'rt' goes with it */
@@ -111,6 +130,22 @@ int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
     FUT_RT_ADD(rt);
     *out = rt;
     return 0;
+}
+
+int fut_runtime_new(const struct fut_rt_config *cfg, struct fut_runtime **out)
+{
+    FUT_ARG_CHECK(out, "'out' is NULL");
+    *out = NULL;
+    return runtime_make(cfg, NULL, out);
+}
+
+int fut__sim_runtime_new(const struct fut_rt_config *cfg, uint64_t seed,
+                         struct fut_runtime **out)
+{
+    struct fut__sim *sim = fut__sim_new(seed);
+    if (!sim)
+        return FUT_ENOMEM;
+    return runtime_make(cfg, sim, out);
 }
 
 #if defined(FUT_DEBUG) && !defined(FUT_MODEL_CHECK)

@@ -33,21 +33,45 @@
  * Fairness: the main future is polled when woken, between batches of at
  * most 'event_interval' tasks; the remote queue is drained every
  * 'event_interval' ticks and whenever the local queue runs dry.
+ *
+ * Simulation mode (base.sim set: fut_sim_new, docs/simulation.md): the
+ * same scheduler, with three changes and the rules above unchanged:
+ *   - the next task is picked from the local queue by the simulation's
+ *     seeded generator (uniformly), not FIFO;
+ *   - every task carries a struct fut__sim_tag at the end of its
+ *     allocation (always a direct one), with its spawn sequence number,
+ *     given on the runtime thread (at the spawn, or when a spawn from
+ *     another thread is taken off the remote queue): the task's name in
+ *     the trace, never its address;
+ *   - every poll (tasks and the block_on future, id 0) is a step of the
+ *     trace (rt/sim_trace.c); FUT_SIM_CHECK's compare run stops at the
+ *     first step that differs: block_on returns FUT_ECANCELED, then and
+ *     in every later call;
+ *   - a park that nothing could ever end (no task ready, no timer armed,
+ *     the driver 'stalled') is a deadlock: block_on returns -EDEADLK
+ *     (a later block_on may bring what ends it).
+ * fut__tls_simrng points at the generator while block_on or shutdown
+ * runs, so select's fair start (src/core) draws from the seed too.
  */
 #include <string.h>
 
 #include "rt/rt_internal.h"
+#include "rt/sim_trace.h"
 #include "rt/slab.h"
 #include "rt/watchdog.h"
 #include "util/mutex.h"
 
 #define TASK_F_UNLINKED 2u
 
+enum { SIM_DIVERGED = 1, SIM_DEADLOCK = 2 }; /* ct_sched.sim_stopped */
+
 struct ct_sched {
     struct fut__sched base;
     /* runtime thread only */
     struct fut_task *head, *tail; /* local run queue (FIFO) */
-    struct fut__list owned;       /* live tasks (fut_task.owned) */
+    size_t qlen;                  /* tasks in it */
+    int sim_stopped;        /* simulation: SIM_DIVERGED or SIM_DEADLOCK */
+    struct fut__list owned; /* live tasks (fut_task.owned) */
     struct fut__slab slab;
     int budget;
     int event_interval;
@@ -94,6 +118,7 @@ static void ct_release(struct ct_sched *c, uintptr_t n)
         return;
     fut__slab_fini(&c->slab);
     fut__mutex_destroy(&c->lock);
+    fut__sim_free(c->base.sim);
     FUT_RT_FORGET(c->base.rt);
     fut__free(c->base.rt, sizeof *c->base.rt); /* lives as long (rt.h) */
     fut__free(c, sizeof *c);
@@ -116,6 +141,7 @@ static void unpark_locked(struct ct_sched *c);
 
 static void push_local(struct ct_sched *c, struct fut_task *t)
 {
+    c->qlen++;
     t->next = NULL;
     if (c->tail)
         c->tail->next = t;
@@ -124,10 +150,32 @@ static void push_local(struct ct_sched *c, struct fut_task *t)
     c->tail = t;
 }
 
+/* Simulation: unlinks the task at a seeded position. */
+static struct fut_task *pop_seeded(struct ct_sched *c)
+{
+    uint64_t k = fut__simrng_below(&c->base.sim->rng, c->qlen);
+    struct fut_task *prev = NULL, *t = c->head;
+    while (k--) {
+        prev = t;
+        t = t->next;
+    }
+    if (prev)
+        prev->next = t->next;
+    else
+        c->head = t->next;
+    if (c->tail == t)
+        c->tail = prev;
+    c->qlen--;
+    return t;
+}
+
 static struct fut_task *pop_local(struct ct_sched *c)
 {
+    if (c->base.sim && c->qlen > 1 && !c->shutting_down)
+        return pop_seeded(c);
     struct fut_task *t = c->head;
     if (t) {
+        c->qlen--;
         c->head = t->next;
         if (!c->head)
             c->tail = NULL;
@@ -162,6 +210,32 @@ static int push_remote(struct ct_sched *c, struct fut_task *t)
     return 1;
 }
 
+/* ------------------------------------------------------------ simulation */
+
+/* A simulation task's tag: the end of its (direct) allocation. */
+static struct fut__sim_tag *sim_tag(struct fut_task *t)
+{
+    size_t bytes = t->size_class & ~0x80000000u; /* DIRECT, see below */
+    return (struct fut__sim_tag *)(void *)((char *)t + bytes -
+                                           sizeof(struct fut__sim_tag));
+}
+
+/* Gives a simulation task its sequence number (runtime thread). */
+static void sim_name(struct ct_sched *c, struct fut_task *t)
+{
+    if (c->base.sim)
+        sim_tag(t)->id = ++c->base.sim->next_id;
+}
+
+/* Counts a poll of the block_on future (task 0) into the trace. */
+static void sim_main_step(struct ct_sched *c, int ready)
+{
+    if (c->base.sim && fut__sim_step(c->base.sim, 0,
+                                     ready ? FUT__SIM_DONE : FUT__SIM_PENDING,
+                                     "fut_block_on", 0))
+        c->sim_stopped = SIM_DIVERGED;
+}
+
 /* Moves the remote queue to the local one; returns how many. */
 static int drain_remote(struct ct_sched *c)
 {
@@ -178,6 +252,7 @@ static int drain_remote(struct ct_sched *c)
         if (t->flags & TASK_F_UNLINKED) {
             t->flags &= (uint16_t)~TASK_F_UNLINKED;
             link_owned(c, t);
+            sim_name(c, t);
         }
         push_local(c, t);
         t = next;
@@ -354,16 +429,28 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
         return FUT_ESHUTDOWN;
     uint32_t cls = 0;
     size_t bytes = FUT__TASK_HDR + size;
+    if (s->sim) /* the tag after the future, aligned (see the rules) */
+        bytes = FUT__TASK_HDR + ((size + 7) & ~(size_t)7) +
+                sizeof(struct fut__sim_tag);
     if (bytes >= DIRECT)
         return FUT_EINVAL;
-    struct fut_task *t =
-        local ? fut__slab_alloc(&c->slab, bytes, &cls) : fut__alloc(bytes);
+    struct fut_task *t = local && !s->sim
+                             ? fut__slab_alloc(&c->slab, bytes, &cls)
+                             : fut__alloc(bytes);
     if (!t)
         return FUT_ENOMEM;
     memcpy(fut__task_future(t), f, size);
     fut__task_init(t, s, join != NULL, file, line);
     t->size_class = cls ? cls : (DIRECT | (uint32_t)bytes);
     t->flags = local ? 0 : TASK_F_UNLINKED | TASK_F_FOREIGN;
+    if (s->sim) {
+        struct fut__sim_tag *g = sim_tag(t);
+        g->id = 0; /* named on the runtime thread */
+        g->file = file;
+        g->line = line;
+        if (local)
+            sim_name(c, t);
+    }
     if (!local) /* the task's (see the rules) */
         fut__fetch_add(&c->refs, 1, FUT__RELAXED);
     /* The handle before the task is queued: from another thread, the
@@ -394,9 +481,19 @@ static void run_task(struct ct_sched *c, struct fut_task *t)
 {
     stat_inc(&c->n_polls);
     int spent = 0;
+    /* The tag before the poll: a DONE task may be freed by it. */
+    struct fut__sim_tag g =
+        c->base.sim ? *sim_tag(t) : (struct fut__sim_tag){0};
     enum fut__run_result r = fut__task_run(t, c->budget, &spent);
     if (spent)
         stat_inc(&c->n_budget);
+    if (c->base.sim &&
+        fut__sim_step(c->base.sim, g.id,
+                      r == FUT__RUN_DONE         ? FUT__SIM_DONE
+                      : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
+                                                 : FUT__SIM_PENDING,
+                      g.file, g.line))
+        c->sim_stopped = SIM_DIVERGED;
     switch (r) {
     case FUT__RUN_RESCHEDULE:
         push_local(c, t); /* to the back: the others go first */
@@ -421,9 +518,16 @@ static void park(struct ct_sched *c)
     if (drain_remote(c) || fut__load(&c->main_woken, FUT__ACQUIRE))
         return;
     stat_inc(&c->n_parks);
-    if (c->base.driver)
-        c->base.driver->vt->park(c->base.driver, -1);
-    else
+    struct fut__driver *d = c->base.driver;
+    if (d) {
+        d->vt->park(d, -1);
+        if (c->base.sim && d->stalled) { /* see the rules */
+            d->stalled = 0;
+            if (!c->head && !drain_remote(c) &&
+                !fut__load(&c->main_woken, FUT__ACQUIRE))
+                c->sim_stopped = SIM_DEADLOCK;
+        }
+    } else
         fut__parker_park(&c->parker, -1);
 }
 
@@ -451,6 +555,8 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     struct ct_sched *c = ct_of(s);
     if (c->shutting_down) /* freed: its tasks are gone, its driver too */
         return FUT_ESHUTDOWN;
+    if (c->sim_stopped) /* see the rules: simulation mode */
+        return FUT_ECANCELED;
     uintptr_t zero = 0;
     if (!fut__cas(&c->in_block_on, &zero, 1, FUT__ACQUIRE, FUT__RELAXED))
         return FUT_EBUSY;
@@ -458,6 +564,9 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     struct fut__blockpool *saved_pool = fut__tls_pool;
     fut__tls_sched = s;
     fut__tls_pool = &c->pool;
+    struct fut__simrng *saved_rng = fut__tls_simrng;
+    if (s->sim)
+        fut__tls_simrng = &s->sim->rng;
     struct fut__watch_slot *saved_ws = NULL;
     if (s->watch) { /* the watchdog starts with the first block_on */
         saved_ws = fut__watch_bind(s->watch, 0);
@@ -469,15 +578,18 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     cx.budget = c->budget;
     cx.task = NULL;
     fut__store(&c->main_woken, 1, FUT__RELAXED);
+    int ret = 0;
     for (;;) {
         /* Acquire: pairs with the main waker's release store. */
         if (fut__swap(&c->main_woken, 0, FUT__ACQUIRE)) {
             cx.budget = c->budget;
-            if (fut_poll(f, &cx) == FUT_READY)
+            int ready = fut_poll(f, &cx) == FUT_READY;
+            sim_main_step(c, ready);
+            if (ready)
                 break;
         }
         int n;
-        for (n = 0; n < c->event_interval; n++) {
+        for (n = 0; n < c->event_interval && !c->sim_stopped; n++) {
             struct fut_task *t = pop_local(c);
             if (!t && drain_remote(c))
                 t = pop_local(c);
@@ -490,6 +602,14 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
                 poll_driver(c);
             }
         }
+        if (c->sim_stopped) {
+            ret = c->sim_stopped == SIM_DEADLOCK ? -EDEADLK : FUT_ECANCELED;
+            if (c->sim_stopped == SIM_DEADLOCK) {
+                fut__sim_deadlock(s->sim);
+                c->sim_stopped = 0;
+            }
+            break;
+        }
         if (n == 0)
             park(c);
     }
@@ -498,8 +618,9 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
         fut__watch_unbind(saved_ws);
     fut__tls_sched = saved;
     fut__tls_pool = saved_pool;
+    fut__tls_simrng = saved_rng;
     fut__store(&c->in_block_on, 0, FUT__RELEASE);
-    return 0;
+    return ret;
 }
 
 /* Drops every task; the scheduler's memory, and the runtime handle with
@@ -513,6 +634,12 @@ static void ct_shutdown(struct fut__sched *s)
     struct fut__blockpool *saved_pool = fut__tls_pool;
     fut__tls_sched = s;   /* we are the runtime thread now */
     fut__tls_pool = NULL; /* drops may allocate: not from a dying slab */
+    struct fut__simrng *saved_rng = fut__tls_simrng;
+    if (s->sim) {
+        fut__tls_simrng = &s->sim->rng;
+        if (s->sim->verbose) /* the end of the simulation (fut/sim.h) */
+            fut__sim_print(s->sim);
+    }
     fut__mutex_lock(&c->lock);
     c->closed = 1;
     fut__mutex_unlock(&c->lock);
@@ -532,8 +659,11 @@ static void ct_shutdown(struct fut__sched *s)
         c->base.driver->vt->free(c->base.driver);
         c->base.driver = NULL;
     }
+    if (s->sim)
+        s->sim->now = NULL; /* the clock went with the driver */
     fut__tls_sched = saved;
     fut__tls_pool = saved_pool;
+    fut__tls_simrng = saved_rng;
     /* Convert the plain counts into 'refs' (see the rules): what is left
      * is the number of task blocks still referenced somewhere. */
     c->shut_down = 1;

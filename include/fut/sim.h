@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/** \file
+ * fut simulation: a deterministic runtime for tests (docs/simulation.md).
+ *
+ * A simulation runtime is a current-thread runtime (fut/rt.h) to every
+ * other call - fut_spawn, fut_block_on, join handles, timers, channels -
+ * with its choices taken from a seed: the next ready task is picked by a
+ * seeded generator (not FIFO), time is virtual (it starts at 0 and jumps
+ * to the next timer when every task is idle), and blocking-pool work
+ * (fut_spawn_blocking, fs) runs inline, on the runtime's thread, at the
+ * poll that submits it. The same seed and the same program give the same
+ * sequence of polls; FUT_SIM_SEED reruns a failing seed, FUT_SIM_VERBOSE
+ * prints each simulation's trace hash, FUT_SIM_CHECK runs each seed twice
+ * and names the first step where they differ.
+ *
+ * Not simulated (yet): a network (fds and sockets are refused with
+ * FUT_EINVAL), several workers, faults driven by the seed.
+ */
+#ifndef FUT_SIM_H
+#define FUT_SIM_H
+
+#include "fut/rt.h"
+
+FUT_BEGIN_DECLS
+
+/** What a simulation did (fut_sim_report, fut_sim_run). */
+struct fut_sim_report {
+    uint64_t seed;      /**< the seed it ran with (FUT_SIM_SEED's, if set) */
+    uint64_t steps;     /**< polls so far: tasks' and the block_on futures' */
+    int64_t virtual_ns; /**< virtual time since the start (ns) */
+    uint64_t trace;     /**< the trace hash over every poll (which task -
+                           its spawn number, never its address - its
+                           result, the virtual time) */
+    uint64_t leak_step; /**< fut_sim_run under FUT_SIM_CHECK=1: the first
+                           step (1-based) where the second run differed
+                           from the first; 0: none */
+};
+
+/** Creates a simulation runtime running on seed 'seed'; the environment
+ * variable FUT_SIM_SEED=N (decimal or 0x hex) replaces 'seed', so a
+ * failing seed reruns exactly. 'cfg' as for fut_runtime_new (NULL: the
+ * defaults); its flavor must be FUT_RT_CURRENT_THREAD and it must have a
+ * driver (no_driver 0); start_paused and io_backend are ignored (the
+ * clock is virtual, there is no I/O). Returns 0 with '*out' set (free it
+ * with fut_runtime_free, which prints the FUT_SIM_VERBOSE=1 line
+ * "fut-sim seed=N steps=S virtual_ns=T trace=HEX" on stderr), FUT_EINVAL
+ * (a bad or multi-thread config, no driver), FUT_ENOMEM, or the driver's
+ * error. Every task must be spawned and run on the thread that calls
+ * fut_block_on; a spawn or wake from another thread works but breaks
+ * determinism. A fut_block_on of the runtime that finds nothing that
+ * could ever go on (no task ready, no timer armed: every task waits for
+ * something no one will do) does not sleep: it prints "fut-sim: seed=N
+ * deadlock after step S" on stderr and returns -EDEADLK (a wake from
+ * another thread is not waited for). Thread: any. */
+FUT_EXTERN int fut_sim_new(const struct fut_rt_config *cfg, uint64_t seed,
+                           struct fut_runtime **out);
+
+/** Fills '*out' with what the simulation runtime 'rt' did so far.
+ * Returns 0, or FUT_EINVAL when 'rt' is not a simulation runtime. Thread:
+ * the thread running the simulation, outside fut_block_on or inside it
+ * (from a task). */
+FUT_EXTERN int fut_sim_report(struct fut_runtime *rt,
+                              struct fut_sim_report *out);
+
+/** A simulation's body (fut_sim_run): spawn and fut_block_on on 'rt',
+ * return 0 for success or any other value for a failure. It must not
+ * free 'rt'. */
+typedef int (*fut_sim_fn)(struct fut_runtime *rt, void *ud);
+
+/** Runs one simulation: creates a simulation runtime on 'seed' (as
+ * fut_sim_new, FUT_SIM_SEED included), calls 'fn'(rt, ud), fills '*out'
+ * (may be NULL) and frees the runtime. Returns what 'fn' returned, or
+ * fut_sim_new's error. A run whose 'fn' does not return 0 prints
+ * "fut-sim: seed=N failed (R); rerun with FUT_SIM_SEED=N" on stderr.
+ * With FUT_SIM_CHECK=1 in the environment it runs the seed twice, the
+ * second run stopping at the first poll that differs from the first
+ * (its fut_block_on then returns FUT_ECANCELED); such a difference is
+ * printed, naming the step, the task (spawn number and site) and what
+ * each run did there, and gives FUT_ECANCELED with out->leak_step set.
+ * 'fn' must give the same result for the same seed: it may keep state in
+ * 'ud' only if it resets it at its start. Thread: any. */
+FUT_EXTERN int fut_sim_run(const struct fut_rt_config *cfg, uint64_t seed,
+                           fut_sim_fn fn, void *ud,
+                           struct fut_sim_report *out);
+
+/** The next 64 bits of the seeded generator of the simulation running on
+ * this thread (inside its fut_block_on: in a task), for a simulated
+ * program's own random choices. Outside a simulation: 0. Thread: the
+ * simulation's. */
+FUT_EXTERN uint64_t fut_sim_random(void);
+
+FUT_END_DECLS
+
+#endif /* FUT_SIM_H */
