@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 # scripts/check-layers.sh on the objects of this build: no circle between
 # the files of src/, no call or include that climbs the layer order of
-# docs/architecture.md. In the plain build only (the sanitizer builds
+# docs/architecture.md (the adapters' objects too: FUT_ADAPTER_OBJECTS,
+# cmake/curl.cmake). In the plain build only (the sanitizer builds
 # compile the same sources; one verdict is enough).
 if(NOT FUT_ASAN AND NOT FUT_TSAN)
   add_test(NAME check_layers
     COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-layers.sh
-            $<TARGET_OBJECTS:fut_obj>
+            $<TARGET_OBJECTS:fut_obj> ${FUT_ADAPTER_OBJECTS}
     COMMAND_EXPAND_LISTS)
   set_tests_properties(check_layers PROPERTIES TIMEOUT 120)
 endif()
