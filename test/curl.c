@@ -703,6 +703,62 @@ START_TEST(free_order)
 }
 END_TEST
 
+/* ------------------------------------------------------ example */
+
+#ifdef FUT_TEST_FETCH_BIN
+/* examples/fetch against nginx: a line per URL, in order, with the
+ * status and the size of the file served (HTTP and HTTPS, a redirect
+ * followed), an error line for a refused one, and exit 1 for it. */
+START_TEST(example_fetch)
+{
+    server_start();
+    char cmd[1024], line[512];
+    int n = snprintf(cmd, sizeof cmd, "%s --parallel 3 --timeout 20%s",
+                     FUT_TEST_FETCH_BIN,
+                     fut_test_rt_is_mt() ? " --workers 2" : "");
+    for (int i = 1; i <= 6; i++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n,
+                      " %s://127.0.0.1:%d/f%d.bin", i % 2 ? "http" : "https",
+                      i % 2 ? srv.http : srv.https, i);
+    n += snprintf(cmd + n, sizeof cmd - (size_t)n,
+                  " http://127.0.0.1:%d/redirect", srv.http);
+    snprintf(cmd + n, sizeof cmd - (size_t)n,
+             " --cacert %s/cert.pem http://127.0.0.1:%d/", srv.dir,
+             srv.refused);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p);
+    int lines = 0, errors = 0;
+    while (fgets(line, sizeof line, p)) {
+        lines++;
+        long status;
+        size_t size;
+        int f;
+        if (sscanf(line, "%ld %zu http%*[s]://127.0.0.1:%*d/f%d.bin", &status,
+                   &size, &f) == 3 ||
+            sscanf(line, "%ld %zu http://127.0.0.1:%*d/f%d.bin", &status,
+                   &size, &f) == 3) {
+            ck_assert_int_eq(status, 200);
+            ck_assert_int_eq(size, srv.sizes[f]);
+        } else if (sscanf(line, "%ld %zu http://127.0.0.1:%*d/redirect",
+                          &status, &size) == 2) {
+            ck_assert_int_eq(status, 200); /* followed */
+            ck_assert_int_eq(size, srv.sizes[3]);
+        } else {
+            ck_assert_msg(!strncmp(line, "error: ", 7) &&
+                              strstr(line, "connect"),
+                          "unexpected line: %s", line);
+            errors++;
+        }
+    }
+    int st = pclose(p);
+    ck_assert_int_eq(lines, 8);
+    ck_assert_int_eq(errors, 1); /* the refused one */
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    server_stop();
+}
+END_TEST
+#endif
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -714,6 +770,9 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "stall"), stall);
     tcase_add_test(fut_test_tcase(s, "refused"), refused);
     tcase_add_test(fut_test_tcase(s, "free_order"), free_order);
+#ifdef FUT_TEST_FETCH_BIN
+    tcase_add_test(fut_test_tcase(s, "example_fetch"), example_fetch);
+#endif
     int rc = fut_test_run(s);
     curl_global_cleanup();
     return rc;

@@ -11,7 +11,16 @@ if(NOT FUT_NGINX)
   return()
 endif()
 set(curl_cases bulk_http bulk_https redirect drop stall refused free_order)
+# examples/fetch (added by examples/CMakeLists.txt after this file).
+if(FUT_BUILD_EXAMPLES)
+  list(APPEND curl_cases example_fetch)
+endif()
 fut_check_test(curl CASES ${curl_cases} MT_CASES ${curl_cases} BACKENDS
   TIMEOUT 120)
 target_link_libraries(test_curl PRIVATE fut_curl_static)
 target_compile_definitions(test_curl PRIVATE FUT_TEST_NGINX="${FUT_NGINX}")
+if(FUT_BUILD_EXAMPLES)
+  add_dependencies(test_curl fetch)
+  target_compile_definitions(test_curl PRIVATE
+    FUT_TEST_FETCH_BIN="$<TARGET_FILE:fetch>")
+endif()
