@@ -31,7 +31,7 @@
 static struct {
     char dir[64];
     pid_t pid;
-    int http, https;                  /* nginx's ports */
+    int http, https, h2;              /* nginx's ports (h2: HTTP/2) */
     int stall_fd, stall;              /* a listener that never answers */
     int refused;                      /* a port nobody listens on */
     unsigned char *files[NFILES + 1]; /* the bodies served; [NFILES]: big */
@@ -123,6 +123,7 @@ static void server_start(void)
     run(cmd);
     srv.http = free_port(0, NULL);
     srv.https = free_port(0, NULL);
+    srv.h2 = free_port(0, NULL);
     srv.stall = free_port(1, &srv.stall_fd);
     srv.refused = free_port(0, NULL);
     char conf[2048];
@@ -136,12 +137,13 @@ static void server_start(void)
              " fastcgi_temp_path %s/tmp/fastcgi;\n"
              " uwsgi_temp_path %s/tmp/uwsgi;\n scgi_temp_path %s/tmp/scgi;\n"
              " server {\n  listen 127.0.0.1:%d;\n  listen 127.0.0.1:%d ssl;\n"
+             "  listen 127.0.0.1:%d ssl http2;\n"
              "  ssl_certificate %s/cert.pem;\n"
              "  ssl_certificate_key %s/key.pem;\n  root %s/www;\n"
              "  location = /redirect { return 302 /f3.bin; }\n"
              "  location /slow/ { alias %s/www/; limit_rate 32k; }\n"
              " }\n}\n",
-             d, d, d, d, d, d, d, srv.http, srv.https, d, d, d, d);
+             d, d, d, d, d, d, d, srv.http, srv.https, srv.h2, d, d, d, d);
     snprintf(path, sizeof path, "%s/nginx.conf", srv.dir);
     write_file(path, conf, strlen(conf));
     pid_t pid = fork();
@@ -156,7 +158,7 @@ static void server_start(void)
     }
     srv.pid = pid;
     for (int i = 0; i < 500; i++) {
-        if (port_open(srv.http) && port_open(srv.https))
+        if (port_open(srv.http) && port_open(srv.https) && port_open(srv.h2))
             return;
         int st;
         ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0,
@@ -243,6 +245,7 @@ struct bulk {
     struct fut_curl_multi *m;
     const char *scheme;
     int port;
+    int h2;    /* expect HTTP/2 (multiplexed on few sockets) */
     int total; /* transfers to make */
     pthread_mutex_t mu;
     int next;      /* the next transfer's index */
@@ -268,18 +271,21 @@ static intptr_t bulk_worker(void *arg)
         easy_setup(e, &b, url);
         CURLcode code = CURLE_FAILED_INIT;
         int r = fut_curl_perform(bk->m, e, &code);
-        long status = 0;
+        long status = 0, version = 0;
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-        int good =
-            r == 0 && code == CURLE_OK && status == 200 && body_is(&b, f);
+        curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+        int good = r == 0 && code == CURLE_OK && status == 200 &&
+                   body_is(&b, f) &&
+                   (version == CURL_HTTP_VERSION_2_0) == (bk->h2 != 0);
         pthread_mutex_lock(&bk->mu);
         if (good) {
             bk->ok++;
         } else if (bk->bad++ == 0) {
             snprintf(bk->why, sizeof bk->why,
-                     "%s: r %d code %d (%s) status %ld len %zu of %zu", url,
-                     r, (int)code, curl_easy_strerror(code), status, b.len,
-                     srv.sizes[f]);
+                     "%s: r %d code %d (%s) status %ld version %ld len %zu "
+                     "of %zu",
+                     url, r, (int)code, curl_easy_strerror(code), status,
+                     version, b.len, srv.sizes[f]);
         }
         pthread_mutex_unlock(&bk->mu);
         free(b.buf);
@@ -310,17 +316,19 @@ static intptr_t bulk_main(void *arg)
     return 0;
 }
 
-static void bulk(int https, int total)
+/* mode: 0 HTTP, 1 HTTPS (HTTP/1.1), 2 HTTPS with HTTP/2. */
+static void bulk(int mode, int total)
 {
     server_start();
-    const char *scheme = https ? "https" : "http";
-    int port = https ? srv.https : srv.http;
+    const char *scheme = mode ? "https" : "http";
+    int port = mode == 2 ? srv.h2 : mode ? srv.https : srv.http;
     struct bulk bk;
     memset(&bk, 0, sizeof bk);
     pthread_mutex_init(&bk.mu, NULL);
     bk.scheme = scheme;
     bk.port = port;
     bk.total = total;
+    bk.h2 = mode == 2;
     struct fut_runtime *rt = fut_test_rt();
     ck_assert_int_eq(fut_fiber_run(rt, bulk_main, &bk, NULL, NULL), 0);
     fut_runtime_free(rt);
@@ -344,6 +352,15 @@ START_TEST(bulk_https)
 }
 END_TEST
 
+/* HTTP/2: the transfers share a few connections (curl multiplexes), so
+ * one transfer's start changes what curl wants of a socket another task
+ * drives - the socket callback's wake of that task is what moves it. */
+START_TEST(bulk_h2)
+{
+    bulk(2, TEST_ITERS(1000, 300));
+}
+END_TEST
+
 /* ------------------------------------------------------------ single */
 
 /* One transfer of 'url' in a fiber, on a multi of its own. */
@@ -351,6 +368,7 @@ struct one {
     const char *url;
     long timeout_ms;
     long follow;
+    curl_off_t max_recv; /* CURLOPT_MAX_RECV_SPEED_LARGE, or 0 */
     int r;
     CURLcode code;
     long status, redirects;
@@ -368,6 +386,8 @@ static intptr_t one_main(void *arg)
     if (o->timeout_ms)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, o->timeout_ms);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, o->follow);
+    if (o->max_recv)
+        curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, o->max_recv);
     int64_t t0 = fut_now_ns();
     o->r = fut_curl_perform(m, e, &o->code);
     o->took_ns = fut_now_ns() - t0;
@@ -406,6 +426,28 @@ START_TEST(redirect)
     ck_assert_int_eq(o2.code, CURLE_OK);
     ck_assert_int_eq(o2.status, 302);
     free(o2.b.buf);
+    server_stop();
+}
+END_TEST
+
+/* A transfer curl throttles (CURLOPT_MAX_RECV_SPEED_LARGE): curl stops
+ * watching the socket while it waits and asks for it again from its
+ * timer, so the socket task must follow curl's changes of mind. */
+START_TEST(ratelimit)
+{
+    server_start();
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/big.bin", srv.http);
+    struct one o = {.url = url, .max_recv = 4 << 20};
+    one(&o);
+    ck_assert_int_eq(o.r, 0);
+    ck_assert_int_eq(o.code, CURLE_OK);
+    ck_assert_int_eq(o.status, 200);
+    ck_assert(body_is(&o.b, NFILES));
+    /* 2 MiB at 4 MiB/s: curl waited. */
+    ck_assert_msg(o.took_ns > 250000000LL, "took %lld ms",
+                  (long long)(o.took_ns / 1000000));
+    free(o.b.buf);
     server_stop();
 }
 END_TEST
@@ -765,9 +807,11 @@ int main(void)
     Suite *s = suite_create("curl");
     tcase_add_test(fut_test_tcase(s, "bulk_http"), bulk_http);
     tcase_add_test(fut_test_tcase(s, "bulk_https"), bulk_https);
+    tcase_add_test(fut_test_tcase(s, "bulk_h2"), bulk_h2);
     tcase_add_test(fut_test_tcase(s, "redirect"), redirect);
     tcase_add_test(fut_test_tcase(s, "drop"), drop);
     tcase_add_test(fut_test_tcase(s, "stall"), stall);
+    tcase_add_test(fut_test_tcase(s, "ratelimit"), ratelimit);
     tcase_add_test(fut_test_tcase(s, "refused"), refused);
     tcase_add_test(fut_test_tcase(s, "free_order"), free_order);
 #ifdef FUT_TEST_FETCH_BIN

@@ -10,7 +10,8 @@ if(NOT FUT_NGINX)
   message(STATUS "fut: curl tests need nginx (Debian: apt-get install nginx-light): not registered")
   return()
 endif()
-set(curl_cases bulk_http bulk_https redirect drop stall refused free_order)
+set(curl_cases bulk_http bulk_https bulk_h2 redirect drop stall ratelimit refused
+  free_order)
 # examples/fetch (added by examples/CMakeLists.txt after this file).
 if(FUT_BUILD_EXAMPLES)
   list(APPEND curl_cases example_fetch)
