@@ -757,6 +757,71 @@ START_TEST(free_order)
 }
 END_TEST
 
+/* ------------------------------------------------------------ errors */
+
+/* Bad input is an error code, and nothing leaks: no runtime, no easy
+ * handle, an easy handle already running in the multi. No nginx. */
+struct errs {
+    struct fut_curl_multi *m;
+    CURL *e;
+    int port; /* a listener that never answers */
+    int r;
+};
+
+static intptr_t errs_first(void *arg)
+{
+    struct errs *x = arg;
+    CURLcode code;
+    x->r = fut_curl_perform(x->m, x->e, &code);
+    return 0;
+}
+
+static intptr_t errs_main(void *arg)
+{
+    struct errs *x = arg;
+    ck_assert_int_eq(fut_curl_multi_new(&x->m), 0);
+    struct fut_curl_transfer t;
+    fut_curl_transfer_init(&t, x->m, NULL);
+    ck_assert_int_eq(fut_await(&t), 0);
+    ck_assert_int_eq(t.result, FUT_EINVAL);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", x->port);
+    x->e = curl_easy_init();
+    curl_easy_setopt(x->e, CURLOPT_URL, url);
+    struct fut_join j;
+    ck_assert_int_eq(fut_fiber_spawn(NULL, errs_first, x, NULL, &j), 0);
+    struct fut_curl_stats st;
+    do {
+        fut_sleep(2 * 1000000);
+        fut_curl_multi_stats(x->m, &st);
+    } while (st.transfers == 0);
+    CURLcode code = CURLE_OK;
+    ck_assert_int_eq(fut_curl_perform(x->m, x->e, &code), FUT_EINVAL);
+    fut_join_abort(&j); /* the first transfer is dropped */
+    ck_assert_int_eq(fut_await(&j), 0);
+    ck_assert_int_eq(x->r, FUT_ECANCELED);
+    fut_curl_multi_stats(x->m, &st);
+    ck_assert_int_eq(st.transfers, 0);
+    curl_easy_cleanup(x->e);
+    fut_curl_multi_free(x->m);
+    return 0;
+}
+
+START_TEST(bad_input)
+{
+    struct fut_curl_multi *m = NULL;
+    ck_assert_int_eq(fut_curl_multi_new(&m), FUT_EINVAL); /* no runtime */
+    ck_assert_ptr_null(m);
+    struct errs x = {0};
+    int fd;
+    x.port = free_port(1, &fd);
+    struct fut_runtime *rt = fut_test_rt();
+    ck_assert_int_eq(fut_fiber_run(rt, errs_main, &x, NULL, NULL), 0);
+    fut_runtime_free(rt);
+    close(fd);
+}
+END_TEST
+
 /* ------------------------------------------------------ example */
 
 #ifdef FUT_TEST_FETCH_BIN
@@ -826,6 +891,7 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "ratelimit"), ratelimit);
     tcase_add_test(fut_test_tcase(s, "refused"), refused);
     tcase_add_test(fut_test_tcase(s, "free_order"), free_order);
+    tcase_add_test(fut_test_tcase(s, "bad_input"), bad_input);
 #ifdef FUT_TEST_FETCH_BIN
     tcase_add_test(fut_test_tcase(s, "example_fetch"), example_fetch);
 #endif

@@ -11,7 +11,7 @@ if(NOT FUT_NGINX)
   return()
 endif()
 set(curl_cases bulk_http bulk_https bulk_h2 redirect drop stall ratelimit refused
-  free_order)
+  free_order bad_input)
 # examples/fetch (added by examples/CMakeLists.txt after this file).
 if(FUT_BUILD_EXAMPLES)
   list(APPEND curl_cases example_fetch)

@@ -6,9 +6,10 @@
  * that uses no adapter links none.
  *
  * A struct fut_curl_multi wraps a CURLM driven by the runtime it was made
- * on: curl's socket callback registers each socket with fut_fd_register
- * (include/fut/fd.h) and a task per socket awaits its readiness and calls
- * curl_multi_socket_action; curl's timer callback arms a fut timer (a
+ * on: curl's socket callback registers each socket (a duplicate of its
+ * fd, so that curl may close it before it says CURL_POLL_REMOVE) with
+ * fut_fd_register (include/fut/fd.h); a task per socket awaits its
+ * readiness and calls curl_multi_socket_action; curl's timer callback arms a fut timer (a
  * task sleeping until the deadline). A transfer is a future over an easy
  * handle you configured (URL, write callback, ...), READY with the
  * transfer's CURLcode:

@@ -15,9 +15,15 @@
  *     multi, after unlocking (nobody else can reach it then);
  *   - a socket record ('struct csock') is made by the socket callback
  *     the first time curl names a socket: fut_fd_register, then a task
- *     spawned to drive it. It ends when both sides let go: curl's side
- *     at CURL_POLL_REMOVE or at fut_curl_multi_free ('curl_done'; the fd
- *     is deregistered right there, before curl closes it), the task's
+ *     spawned to drive it; 'byfd' maps the fd to it while curl uses it.
+ *     What is registered is not curl's fd but a duplicate of it ('dfd',
+ *     ours): curl 7.88 may close a socket before its CURL_POLL_REMOVE
+ *     (seen in curl_multi_remove_handle of a transfer waiting for its
+ *     response: the close in multi_done, the REMOVE after), and the
+ *     duplicate keeps the file - and the registration - valid until the
+ *     REMOVE. It ends when both sides let go: curl's side at
+ *     CURL_POLL_REMOVE or at fut_curl_multi_free ('curl_done': the
+ *     duplicate is deregistered and closed there), the task's
  *     side when the task ends or is dropped ('task_done'). Whoever comes
  *     second frees it;
  *   - a socket task awaits readiness for what curl asked ('want'); the
@@ -49,10 +55,12 @@
  * worker may wait for 'mu' while another runs curl - bounded by one
  * curl_multi_socket_action.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fut/curl.h"
 #include "fut/fd.h"
@@ -81,15 +89,18 @@ struct fut_curl_multi {
     int closed;             /* fut_curl_multi_free ran */
     struct fut_curl_transfer *transfers; /* running, linked by next */
     struct csock *socks;                 /* curl's live sockets */
-    int64_t deadline;                    /* curl's timer; -1 = none */
-    struct fut_waker timer_waker;        /* the timer task's */
-    struct fut_curl_stats st;            /* counters */
+    struct csock **byfd; /* the live socket of each fd number, or NULL */
+    int nbyfd;           /* entries of 'byfd' */
+    int64_t deadline;    /* curl's timer; -1 = none */
+    struct fut_waker timer_waker; /* the timer task's */
+    struct fut_curl_stats st;     /* counters */
 };
 
 struct csock {
     struct fut_curl_multi *m;
     struct csock *prev, *next; /* m->socks while !curl_done */
     int fd;                    /* curl's socket */
+    int dfd;                   /* our duplicate of it (registered) */
     struct fut_fd *h;          /* NULL once deregistered */
     unsigned want;             /* FUT_FD_* bits curl asks for */
     int curl_done;             /* REMOVE seen, or the multi freed */
@@ -102,7 +113,31 @@ struct csock {
 static void multi_destroy(struct fut_curl_multi *m)
 {
     pthread_mutex_destroy(&m->mu);
+    free(m->byfd);
     free(m);
+}
+
+/* The live socket record of 'fd', or NULL. */
+static struct csock *sock_of(struct fut_curl_multi *m, int fd)
+{
+    return fd >= 0 && fd < m->nbyfd ? m->byfd[fd] : NULL;
+}
+
+/* Makes room for fd in 'byfd': 0, or -1 (no memory). */
+static int byfd_grow(struct fut_curl_multi *m, int fd)
+{
+    if (fd < m->nbyfd)
+        return 0;
+    int n = m->nbyfd ? m->nbyfd : 64;
+    while (n <= fd)
+        n *= 2;
+    struct csock **b = realloc(m->byfd, (size_t)n * sizeof *b);
+    if (!b)
+        return -1;
+    memset(b + m->nbyfd, 0, (size_t)(n - m->nbyfd) * sizeof *b);
+    m->byfd = b;
+    m->nbyfd = n;
+    return 0;
 }
 
 /* Unlocks 'mu' and releases one reference; the last frees the multi. */
@@ -184,16 +219,25 @@ struct sock_task {
     unsigned waiting_for;   /* its interest */
 };
 
+/* Stops watching 's': deregisters and closes our duplicate. */
+static void sock_unwatch(struct csock *s)
+{
+    if (s->h) {
+        fut_fd_deregister(s->h);
+        s->h = NULL;
+        close(s->dfd);
+        s->dfd = -1;
+    }
+}
+
 /* curl is done with 's': deregister (before curl closes the fd), unlink,
  * and free it if its task is gone too, else wake the task to end. */
 static void sock_curl_done(struct csock *s)
 {
     struct fut_curl_multi *m = s->m;
-    if (s->h) {
-        fut_fd_deregister(s->h);
-        s->h = NULL;
-    }
+    sock_unwatch(s);
     s->curl_done = 1;
+    m->byfd[s->fd] = NULL;
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -219,11 +263,10 @@ static void sock_task_done(struct sock_task *t)
         fut_drop(&t->rd.base);
         t->waiting = 0;
     }
-    if (!s->curl_done && s->h) {
+    if (!s->curl_done) {
         /* Dropped while curl still uses the socket (a runtime shutdown):
          * nothing will drive it any more; stop watching it. */
-        fut_fd_deregister(s->h);
-        s->h = NULL;
+        sock_unwatch(s);
     }
     fut_waker_drop(&s->waker);
     s->task_done = 1;
@@ -251,7 +294,7 @@ static int cselect_of(int bits)
  * are not ready now (see the rules: curl need not stop at EAGAIN). */
 static void sock_clear_drained(struct csock *s, uint32_t tick)
 {
-    struct pollfd p = {s->fd, POLLIN | POLLOUT, 0};
+    struct pollfd p = {s->dfd, POLLIN | POLLOUT, 0};
     if (poll(&p, 1, 0) < 0)
         return; /* keep the readiness: the next turn asks curl again */
     unsigned clear = 0;
@@ -334,12 +377,17 @@ static struct csock *sock_new(struct fut_curl_multi *m, int fd)
 {
     if (fut_runtime_current() != m->rt)
         return NULL; /* fut_fd_register would pick another runtime */
+    if (fd < 0 || byfd_grow(m, fd) < 0)
+        return NULL;
     struct csock *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->m = m;
     s->fd = fd;
-    if (fut_fd_register(fd, &s->h) < 0) {
+    s->dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (s->dfd < 0 || fut_fd_register(s->dfd, &s->h) < 0) {
+        if (s->dfd >= 0)
+            close(s->dfd);
         free(s);
         return NULL;
     }
@@ -348,7 +396,7 @@ static struct csock *sock_new(struct fut_curl_multi *m, int fd)
     fut_future_init(&t.base, &sock_vt);
     t.s = s;
     if (fut_spawn(m->rt, &t, sizeof t, NULL) < 0) {
-        fut_fd_deregister(s->h);
+        sock_unwatch(s);
         free(s);
         return NULL;
     }
@@ -357,6 +405,7 @@ static struct csock *sock_new(struct fut_curl_multi *m, int fd)
     if (m->socks)
         m->socks->prev = s;
     m->socks = s;
+    m->byfd[fd] = s;
     m->st.sockets++;
     return s;
 }
@@ -366,10 +415,14 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
                      void *socketp)
 {
     struct fut_curl_multi *m = userp;
-    struct csock *s = socketp;
+    /* The record is looked up by fd, not taken from 'socketp': a socket
+     * curl closed through on_close before its REMOVE (see there) has no
+     * record any more, and its number may name a new socket already. */
+    struct csock *s = sock_of(m, fd);
     (void)easy;
+    (void)socketp;
     if (what == CURL_POLL_REMOVE) {
-        if (s && !s->curl_done)
+        if (s)
             sock_curl_done(s); /* deregistered before curl closes fd */
         return 0;
     }
@@ -379,7 +432,6 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
         s = sock_new(m, fd);
         if (!s)
             return -1; /* curl fails the transfers of this socket */
-        curl_multi_assign(m->cm, fd, s);
     }
     unsigned want = 0;
     if (what & CURL_POLL_IN)
@@ -528,14 +580,10 @@ void fut_curl_multi_free(struct fut_curl_multi *m)
     m->closed = 1;
     while (m->transfers)
         transfer_finish(m, m->transfers, FUT_ECANCELED, CURLE_OK);
-    /* Deregister first: curl_multi_cleanup closes the sockets, and may or
-     * may not say CURL_POLL_REMOVE before. */
-    for (struct csock *s = m->socks; s; s = s->next) {
-        if (s->h) {
-            fut_fd_deregister(s->h);
-            s->h = NULL;
-        }
-    }
+    /* Stop watching first: curl_multi_cleanup closes the sockets, and may
+     * or may not say CURL_POLL_REMOVE. */
+    for (struct csock *s = m->socks; s; s = s->next)
+        sock_unwatch(s);
     curl_multi_cleanup(m->cm);
     m->cm = NULL;
     while (m->socks)
