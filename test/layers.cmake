@@ -2,7 +2,8 @@
 # scripts/check-layers.sh on the objects of this build (libfut's and the
 # adapters' built, FUT_ADAPTER_OBJECTS): no circle between
 # the files of src/, no call or include that climbs the layer order of
-# docs/architecture.md. In the plain build only (the sanitizer builds
+# docs/architecture.md (the adapters' objects too: FUT_ADAPTER_OBJECTS,
+# cmake/curl.cmake). In the plain build only (the sanitizer builds
 # compile the same sources; one verdict is enough).
 if(NOT FUT_ASAN AND NOT FUT_TSAN)
   add_test(NAME check_layers
