@@ -21,11 +21,12 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 # redis-server, redis-tools: fut-redis's side-by-side and benchmark tests
-# (apps/fut-redis/test); libclang-rt-14-dev: libFuzzer for clang 14
-# (redis_fuzz.run in the asan build); abigail-tools, clang-format-14,
+# (apps/fut-redis/test); libssl-dev, openssl: libfut-tls and its tests
+# (test/tls.c runs openssl req, s_client, s_server); libclang-rt-14-dev:
+# libFuzzer for clang 14 (redis_fuzz.run in the asan build); abigail-tools, clang-format-14,
 # doxygen: the tree's checks (check_abi, check_format, check_doxygen)
 deps="build-essential cmake ninja-build pkg-config check clang valgrind python3
-      liburing-dev redis-server redis-tools libclang-rt-14-dev
+      liburing-dev redis-server redis-tools libclang-rt-14-dev libssl-dev openssl
       abigail-tools clang-format-14 doxygen"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
