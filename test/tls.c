@@ -17,6 +17,7 @@
 
 #include "fut/tls.h"
 #include "io_helpers.h"
+#include "tls_certs.h"
 #include "tls/tls_internal.h"
 
 extern char **environ;
@@ -26,27 +27,6 @@ extern char **environ;
 static char dir[64];
 static char rsa_crt[128], rsa_key[128], ec_crt[128], ec_key[128];
 static char big_crt[128], big_key[128];
-
-static int run_quiet(const char *cmd)
-{
-    int r = system(cmd);
-    return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
-/* A self-signed certificate for "localhost" and 127.0.0.1 (it is its own
- * CA: trust it to verify it). 'extra': more SANs, to make it big. */
-static int make_cert(const char *newkey, const char *crt, const char *key,
-                     const char *extra)
-{
-    static char cmd[24000];
-    snprintf(cmd, sizeof cmd,
-             "openssl req -x509 %s -nodes -keyout %s -out %s -days 2 "
-             "-subj /CN=localhost "
-             "-addext subjectAltName=DNS:localhost,IP:127.0.0.1%s "
-             ">/dev/null 2>&1",
-             newkey, key, crt, extra ? extra : "");
-    return run_quiet(cmd);
-}
 
 static int make_certs(void)
 {
@@ -66,21 +46,17 @@ static int make_certs(void)
     for (int i = 0; i < 400 && off + 64 < sizeof extra; i++)
         off += (size_t)snprintf(extra + off, sizeof extra - off,
                                 ",DNS:name-%03d.padding.example.invalid", i);
-    if (make_cert("-newkey rsa:2048", rsa_crt, rsa_key, NULL) ||
-        make_cert("-newkey ec -pkeyopt ec_paramgen_curve:P-256", ec_crt,
-                  ec_key, NULL) ||
-        make_cert("-newkey rsa:2048", big_crt, big_key, extra))
+    if (tls_make_cert("-newkey rsa:2048", rsa_crt, rsa_key, NULL) ||
+        tls_make_cert("-newkey ec -pkeyopt ec_paramgen_curve:P-256", ec_crt,
+                      ec_key, NULL) ||
+        tls_make_cert("-newkey rsa:2048", big_crt, big_key, extra))
         return -1;
     return 0;
 }
 
 static void remove_certs(void)
 {
-    char cmd[128];
-    if (dir[0]) {
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        (void)run_quiet(cmd);
-    }
+    tls_remove_dir(dir);
 }
 
 static struct fut_tls_ctx *server_ctx(const char *crt, const char *key)

@@ -308,9 +308,9 @@ FUT_EXTERN void fut_tls_flush_init(struct fut_tls_flush *f,
 
 /** fut_tls_shutdown: sends close_notify (after the records queued before
  * it) and waits until it is sent; it does not wait for the peer's (read
- * until 0 for that). The stream can still read, not write. Output:
- * 'result' = 0 or a code. A stream whose handshake never started sends
- * nothing and completes with 0; a stream that failed (FUT_ETLS,
+ * until 0 for that). The stream can still read, not write (a write
+ * then completes with -EPIPE). Output: 'result' = 0 or a code. A stream
+ * whose handshake has not completed sends nothing and completes with 0; a stream that failed (FUT_ETLS,
  * FUT_ETLSCERT) sends the alert OpenSSL queued and completes with the
  * failure's code.
  * cancel-safe: the alert is queued once, in the first poll; dropped
