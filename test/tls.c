@@ -781,6 +781,7 @@ struct dropper {
         struct fut_tls_write wr;
     } u;
     int live, fresh;
+    int stop_at_total; /* a read ends at 'total', not at close_notify */
     long pendings, drop_at, drops, drops_in_flush;
     size_t total, done;
     unsigned char buf[3000];
@@ -855,7 +856,7 @@ static int dropper_poll(struct fut_future *fb, struct fut_context *cx)
                 }
         }
         d->done += (size_t)r;
-        if (d->kind == D_WRITE && d->done == d->total) {
+        if ((d->kind == D_WRITE || d->stop_at_total) && d->done == d->total) {
             d->result = 0;
             return FUT_READY;
         }
@@ -947,6 +948,48 @@ struct drop_stats {
     long pendings, drops, drops_in_flush;
 };
 
+/* A connected Unix socket pair as two fut_io, 4 KiB send buffers (so
+ * that sends wait). */
+static void small_pair(struct fut_io **a, struct fut_io **b)
+{
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    int small = 4096;
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(
+            setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &small, sizeof small),
+            0);
+    ASSERT_EQ(fut_io_from_fd(sv[0], a), 0);
+    ASSERT_EQ(fut_io_from_fd(sv[1], b), 0);
+}
+
+/* Two TLS streams over a small_pair: 'ts' (server, crt/key) on 'a',
+ * 'tc' (client, trusting crt, checking "localhost") on 'b'. */
+struct tls_pair {
+    struct fut_io *a, *b;
+    struct fut_tls_ctx *sc, *cc;
+    struct fut_tls *ts, *tc;
+};
+
+static void pair_open(struct tls_pair *p, const char *crt, const char *key)
+{
+    small_pair(&p->a, &p->b);
+    p->sc = server_ctx(crt, key);
+    p->cc = client_ctx(crt);
+    ASSERT_EQ(fut_tls_new(p->sc, p->a, NULL, &p->ts), 0);
+    ASSERT_EQ(fut_tls_new(p->cc, p->b, "localhost", &p->tc), 0);
+}
+
+static void pair_close(struct tls_pair *p)
+{
+    fut_tls_free(p->ts);
+    fut_tls_free(p->tc);
+    fut_io_close(p->a);
+    fut_io_close(p->b);
+    fut_tls_ctx_free(p->sc);
+    fut_tls_ctx_free(p->cc);
+}
+
 /* One run: a Unix socket pair, streams on both ends (the server's send
  * buffer small, so flushes wait), the dropper on 'mine' ('kind'), the
  * peer fiber on the other. Returns the dropper's result; checks the
@@ -956,25 +999,13 @@ static int drop_run(int kind, long drop_at, size_t total,
 {
     long live0 = fut_alloc_live();
     struct fut_runtime *rt = rt_make(0);
-    int sv[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    int small = 4096;
-    for (int i = 0; i < 2; i++)
-        ASSERT_EQ(
-            setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &small, sizeof small),
-            0);
+    struct tls_pair pr;
+    pair_open(&pr, kind == D_HS ? big_crt : rsa_crt,
+              kind == D_HS ? big_key : rsa_key);
+    struct fut_tls *ts = pr.ts, *tc = pr.tc;
     /* the dropper is the server in the handshake run (its flight is
      * the big one), the client otherwise */
     int me_server = kind == D_HS;
-    struct fut_io *a, *b;
-    ASSERT_EQ(fut_io_from_fd(sv[0], &a), 0);
-    ASSERT_EQ(fut_io_from_fd(sv[1], &b), 0);
-    struct fut_tls_ctx *sc = server_ctx(kind == D_HS ? big_crt : rsa_crt,
-                                        kind == D_HS ? big_key : rsa_key);
-    struct fut_tls_ctx *cc = client_ctx(kind == D_HS ? big_crt : rsa_crt);
-    struct fut_tls *ts, *tc;
-    ASSERT_EQ(fut_tls_new(sc, a, NULL, &ts), 0);
-    ASSERT_EQ(fut_tls_new(cc, b, "localhost", &tc), 0);
     struct fut_tls *mine = me_server ? ts : tc;
     struct peer p;
     memset(&p, 0, sizeof p);
@@ -1029,12 +1060,7 @@ static int drop_run(int kind, long drop_at, size_t total,
     st->drops += d->drops;
     st->drops_in_flush += d->drops_in_flush;
     free(d);
-    fut_tls_free(ts);
-    fut_tls_free(tc);
-    fut_io_close(a);
-    fut_io_close(b);
-    fut_tls_ctx_free(sc);
-    fut_tls_ctx_free(cc);
+    pair_close(&pr);
     fut_runtime_free(rt);
     ck_assert_msg(fut_alloc_live() == live0, "drop_at %ld: leak (%ld)",
                   drop_at, fut_alloc_live() - live0);
@@ -1090,6 +1116,55 @@ START_TEST(tls_drop_handshake)
 }
 END_TEST
 
+/* Full duplex in one task: each end writes 600 KB and reads the other's
+ * 600 KB at the same time (a write-everything and a read-everything
+ * future under fut_join2), over a Unix socket pair with 4 KiB send
+ * buffers. A read that waited for the stream's queued records to be sent
+ * would stall both ends: each waits for the other to read. */
+START_TEST(tls_full_duplex)
+{
+    size_t total = 600000;
+    struct fut_runtime *rt = rt_make(0);
+    struct tls_pair pr;
+    pair_open(&pr, rsa_crt, rsa_key);
+    struct fut_tls *ts = pr.ts, *tc = pr.tc;
+    struct fut_tls_handshake hs, hc;
+    fut_tls_handshake_init(&hs, ts);
+    fut_tls_handshake_init(&hc, tc);
+    struct fut_join2 jh;
+    fut_join2_init(&jh, &hs.base, &hc.base);
+    ASSERT_EQ(fut_block_on(rt, &jh.base), 0);
+    ASSERT_EQ(hs.result, 0);
+    ASSERT_EQ(hc.result, 0);
+    fut_drop(&jh.base);
+    struct dropper *d = calloc(4, sizeof *d);
+    dropper_init(&d[0], ts, D_WRITE, 0, total);
+    dropper_init(&d[1], ts, D_READ, 0, total);
+    dropper_init(&d[2], tc, D_WRITE, 0, total);
+    dropper_init(&d[3], tc, D_READ, 0, total);
+    d[1].stop_at_total = d[3].stop_at_total = 1;
+    struct fut_join2 j[3];
+    fut_join2_init(&j[0], &d[0].base, &d[1].base);
+    fut_join2_init(&j[1], &d[2].base, &d[3].base);
+    fut_join2_init(&j[2], &j[0].base, &j[1].base);
+    struct fut_timeout to;
+    fut_timeout_init(&to, &j[2].base, fut_now_ns() + 20000 * MS);
+    ASSERT_EQ(fut_block_on(rt, &to.base), 0);
+    ck_assert_msg(to.result == 0,
+                  "stalled: written %zu and %zu, read %zu "
+                  "and %zu of %zu",
+                  d[0].done, d[2].done, d[1].done, d[3].done, total);
+    fut_drop(&to.base);
+    ASSERT_EQ(d[0].result, 0);
+    ASSERT_EQ(d[2].result, 0);
+    ASSERT_EQ(d[1].done, total); /* byte-exact (checked while read) */
+    ASSERT_EQ(d[3].done, total);
+    free(d);
+    pair_close(&pr);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 int main(void)
 {
     if (make_certs() != 0) {
@@ -1120,6 +1195,8 @@ int main(void)
     tcase_add_test(tc, tls_drop_read);
     tcase_add_test(tc, tls_drop_write);
     tcase_add_test(tc, tls_drop_handshake);
+    tc = fut_test_tcase(s, "duplex");
+    tcase_add_test(tc, tls_full_duplex);
     int r = fut_test_run(s);
     remove_certs();
     return r;

@@ -5,7 +5,8 @@
 if(FUT_HAVE_TLS)
   fut_check_test(tls
     CASES echo alpn close verify resume s_client s_server bad_input cancel
-    MT_CASES echo s_server cancel
+      duplex
+    MT_CASES echo s_server cancel duplex
     BACKENDS)
   target_link_libraries(test_tls PRIVATE fut_tls_static)
   target_include_directories(test_tls PRIVATE ${OPENSSL_INCLUDE_DIRS})

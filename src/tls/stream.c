@@ -226,6 +226,13 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
             *res = t->err;
             return FUT_READY;
         }
+        /* Done and its last flight sent: nothing to wait for (records
+         * queued since are the next future's business, not a reason for a
+         * read to wait). */
+        if (t->hs_sent) {
+            *res = 0;
+            return FUT_READY;
+        }
         /* Whatever is queued goes first, to its end: the peer may be
          * waiting for exactly these records (tokio-rustls #112). */
         if (fut__tls_flush(t, cx, res) == FUT_PENDING)
@@ -233,6 +240,7 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
         if (*res < 0)
             return FUT_READY;
         if (t->hs_done) {
+            t->hs_sent = 1;
             *res = 0;
             return FUT_READY;
         }

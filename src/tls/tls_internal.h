@@ -60,6 +60,7 @@ struct fut_tls {
     int err;         /* sticky failure (0: none) */
     int io_failed;   /* the byte stream failed: nothing more is sent */
     int hs_done;     /* the handshake completed */
+    int hs_sent;     /* ... and its last flight was sent */
     int shut_queued; /* close_notify is in wbio (or sent) */
     char alpn[256];
     char msg[512];
