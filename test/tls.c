@@ -781,7 +781,9 @@ struct dropper {
         struct fut_tls_write wr;
     } u;
     int live, fresh;
-    int stop_at_total; /* a read ends at 'total', not at close_notify */
+    int stop_at_total;       /* a read ends at 'total', not at close_notify */
+    struct fut_tls_flush fl; /* a write run ends with a flush */
+    int flushing;
     long pendings, drop_at, drops, drops_in_flush;
     size_t total, done;
     unsigned char buf[3000];
@@ -799,6 +801,14 @@ static int dropper_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct dropper *d = (struct dropper *)fb;
     for (;;) {
+        if (d->flushing) { /* a write run's end: its last records out */
+            if (fut_poll(&d->fl.base, cx) == FUT_PENDING)
+                return FUT_PENDING;
+            fut_drop(&d->fl.base);
+            d->flushing = 0;
+            d->result = d->fl.result;
+            return FUT_READY;
+        }
         if (!d->live) {
             if (d->kind == D_HS) {
                 fut_tls_handshake_init(&d->u.hs, d->t);
@@ -856,7 +866,12 @@ static int dropper_poll(struct fut_future *fb, struct fut_context *cx)
                 }
         }
         d->done += (size_t)r;
-        if ((d->kind == D_WRITE || d->stop_at_total) && d->done == d->total) {
+        if (d->kind == D_WRITE && d->done == d->total) {
+            fut_tls_flush_init(&d->fl, d->t);
+            d->flushing = 1;
+            continue;
+        }
+        if (d->stop_at_total && d->done == d->total) {
             d->result = 0;
             return FUT_READY;
         }
@@ -868,7 +883,9 @@ static void dropper_drop(struct fut_future *fb)
     struct dropper *d = (struct dropper *)fb;
     if (d->live)
         fut_drop(dropper_op(d));
-    d->live = 0;
+    if (d->flushing)
+        fut_drop(&d->fl.base);
+    d->live = d->flushing = 0;
 }
 
 static const struct fut_future_vtable dropper_vt = {
