@@ -22,16 +22,17 @@ ROOT=$(pwd)
 
 # redis-server, redis-tools: fut-redis's side-by-side and benchmark tests
 # (apps/fut-redis/test) and the hiredis adapter's (test/hiredis.c, with
-# libhiredis-dev); libclang-rt-14-dev: libFuzzer for clang 14
-# (redis_fuzz.run in the asan build); abigail-tools, clang-format-14,
-# doxygen: the tree's checks (check_abi, check_format, check_doxygen);
-# libcurl4-openssl-dev, nginx-light, openssl: the libcurl adapter and its
-# tests (test/curl.c starts its own nginx; the package's service is not
-# used)
+# libhiredis-dev); libssl-dev, openssl: libfut-tls and its tests
+# (test/tls.c runs openssl req, s_client, s_server); libclang-rt-14-dev:
+# libFuzzer for clang 14 (redis_fuzz.run in the asan build); abigail-tools,
+# clang-format-14, doxygen: the tree's checks (check_abi, check_format,
+# check_doxygen); libcurl4-openssl-dev, nginx-light: the libcurl adapter
+# and its tests (test/curl.c starts its own nginx; the package's service
+# is not used)
 deps="build-essential cmake ninja-build pkg-config check clang valgrind python3
       liburing-dev redis-server redis-tools libhiredis-dev libclang-rt-14-dev
-      abigail-tools clang-format-14 doxygen
-      libcurl4-openssl-dev nginx-light openssl"
+      libssl-dev openssl abigail-tools clang-format-14 doxygen
+      libcurl4-openssl-dev nginx-light"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

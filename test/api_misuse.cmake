@@ -6,10 +6,16 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 file(GLOB FUT_PUBLIC_HEADERS CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/include/fut/*.h)
 set(api_null_c ${CMAKE_CURRENT_BINARY_DIR}/api_null_cases.c)
+# fut/tls.h is in only when libfut-tls is built (FUT_TLS).
+if(FUT_HAVE_TLS)
+  set(api_null_tls "")
+else()
+  set(api_null_tls notls)
+endif()
 add_custom_command(OUTPUT ${api_null_c}
   COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/misuse/gen_api_null.py
     ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/misuse/api_null.txt
-    ${api_null_c}
+    ${api_null_c} ${api_null_tls}
   DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/misuse/gen_api_null.py
     ${CMAKE_CURRENT_SOURCE_DIR}/misuse/api_null.txt ${FUT_PUBLIC_HEADERS}
   COMMENT "Generating the NULL-argument cases from include/fut/*.h")
@@ -21,6 +27,9 @@ fut_check_test(api_misuse CASES ${api_misuse_cases} SOURCES ${api_null_c}
   TIMEOUT 300)
 target_include_directories(test_api_misuse PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/misuse)
+if(FUT_HAVE_TLS)
+  target_link_libraries(test_api_misuse PRIVATE fut_tls_static)
+endif()
 # The generated calls pass stand-in pointers of every type: no warnings
 # about what a call with a zeroed block would mean.
 set_source_files_properties(${api_null_c} PROPERTIES COMPILE_OPTIONS

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The umbrella header compiles alone under -std=c11 -Wpedantic -Werror,
- * and brings fut/version.h: the library linked is the headers' version. */
+ * and brings fut/version.h: the library linked is the headers' version.
+ * fut/tls.h (libfut-tls, not in the umbrella) too, when built. */
 #include <fut.h>
 #include <string.h>
+#ifdef FUT_TEST_HAVE_TLS
+#include <fut/tls.h>
+#endif
 
 int main(void)
 {

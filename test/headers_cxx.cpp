@@ -3,6 +3,9 @@
 // a C++ user writes a future, a waker and a task against the C API, and
 // links fut_version() (fut/version.h's extern "C").
 #include <fut.h>
+#ifdef FUT_TEST_HAVE_TLS
+#include <fut/tls.h> // libfut-tls, when built
+#endif
 
 #include <cstdio>
 #include <cstring>

@@ -9,6 +9,7 @@ if(NOT FUT_ASAN AND NOT FUT_TSAN)
   add_test(NAME check_layers
     COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-layers.sh
             $<TARGET_OBJECTS:fut_obj> ${FUT_ADAPTER_OBJECTS}
+            $<$<BOOL:${FUT_HAVE_TLS}>:$<TARGET_OBJECTS:fut_tls_obj>>
     COMMAND_EXPAND_LISTS)
   set_tests_properties(check_layers PROPERTIES TIMEOUT 120)
 endif()

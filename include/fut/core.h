@@ -35,7 +35,10 @@ FUT_BEGIN_DECLS
     X(ELAGGED, -4094, "the receiver lagged and skipped messages")            \
     X(EEMPTY, -4093, "nothing to receive right now")                         \
     X(EFULL, -4092, "no room to send right now")                             \
-    X(ELOST, -4091, "another completer won the race")
+    X(ELOST, -4091, "another completer won the race")                        \
+    X(ETLS, -4090, "TLS error (protocol, alert or configuration)")           \
+    X(ETLSCERT, -4089, "the TLS peer's certificate failed verification")     \
+    X(ETLSTRUNC, -4088, "the TLS peer closed without close_notify")
 
 /** The result codes of the library: fut's own (FUT_ERRNO_MAP) and the
  * -errno values its calls return. */
@@ -79,6 +82,13 @@ FUT_EXTERN long fut_alloc_live(void);
 /** Total number of allocation calls made so far (successful or not). Tests
  * use it to fail the Nth allocation. */
 FUT_EXTERN long fut_alloc_count(void);
+/** Allocates 'size' bytes through the hook (counted by fut_alloc_live),
+ * for libraries built on fut (libfut-tls) whose blocks the leak check
+ * must see. Returns NULL on failure. Thread: any. */
+FUT_EXTERN void *fut_mem_alloc(size_t size);
+/** Frees a block of fut_mem_alloc ('size' as allocated; NULL: nothing).
+ * Thread: any. */
+FUT_EXTERN void fut_mem_free(void *p, size_t size);
 
 /* ---------------------------------------------------------------- clock */
 

@@ -164,3 +164,13 @@ void fut__free(void *p, size_t size)
     bump(1, -1);
     alloc_fn(alloc_ud, p, size, 0);
 }
+
+void *fut_mem_alloc(size_t size)
+{
+    return fut__alloc(size);
+}
+
+void fut_mem_free(void *p, size_t size)
+{
+    fut__free(p, size);
+}

@@ -47,6 +47,28 @@ so=$(find "$prefix" -name 'libfut.so.0*' -type f | head -n1)
 bad=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^fut_' | grep -v '^FUT_' || true)
 if [ -n "$bad" ]; then echo "unexpected exports: $bad" >&2; exit 1; fi
 
+# libfut-tls, when the build has it: its consumer through fut-tls.pc,
+# shared and static; and the plain consumer above does not link OpenSSL.
+tls=""
+if [ -f "$pc/fut-tls.pc" ]; then
+    deps=$(ldd "$scratch/shared")
+    if [[ $deps == *libssl* || $deps == *libcrypto* ]]; then
+        echo "a consumer of libfut alone links OpenSSL" >&2
+        exit 1
+    fi
+    $CC -std=c11 -D_GNU_SOURCE "$here/consumer/tls.c" \
+        $(pkg-config --cflags --libs fut-tls) \
+        -Wl,-rpath,"$(pkg-config --variable=libdir fut)" -o "$scratch/tls_shared"
+    "$scratch/tls_shared"
+    lib=$(pkg-config --variable=libdir fut)
+    $CC -std=c11 -D_GNU_SOURCE "$here/consumer/tls.c" \
+        $(pkg-config --cflags fut-tls) "$lib/libfut-tls.a" "$lib/libfut.a" \
+        $(pkg-config --static --libs-only-other --libs-only-l fut-tls |
+          sed 's/-lfut-tls//; s/-lfut//') -o "$scratch/tls_static"
+    "$scratch/tls_static"
+    tls=", fut-tls shared and static"
+fi
+
 # The API reference: every public function has a man page of its own
 # (a '.so' link to its header's page, which must be installed with it);
 # the link pages of struct members are not installed.
@@ -86,4 +108,4 @@ if [ -f "$pc/fut-hiredis.pc" ]; then
     fi
     adapters=", fut-hiredis"
 fi
-echo "install check: pkg-config shared, static, find_package$docs$adapters: ok"
+echo "install check: pkg-config shared, static, find_package$tls$docs$adapters: ok"

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* libfut-tls's insides: the context and stream structs and the record
+ * pump the futures share (src/tls/stream.c), and the OpenSSL error
+ * drain (src/tls/context.c).
+ *
+ * The stream is a state machine driven by its futures, one poll at a
+ * time (the "one stream, one task" rule of fut/tls.h). Its rules:
+ *   - the network side is two memory BIOs that OpenSSL owns through the
+ *     SSL: 'rbio' holds ciphertext received and not yet decrypted,
+ *     'wbio' ciphertext OpenSSL produced and fut has not yet taken;
+ *   - outgoing ciphertext moves wbio -> obuf[ooff, olen) -> socket
+ *     through ONE inner write future 'wr' that lives in the stream, not in
+ *     any user future: once it returned PENDING it is only ever polled
+ *     again until READY, never dropped and restarted (on io_uring a
+ *     dropped send may have sent part of its copy, so a restart could
+ *     repeat or lose bytes) - the tokio-rustls #112 rule; obuf is refilled
+ *     only when it is empty, so records leave in order;
+ *   - incoming ciphertext moves socket -> ibuf -> rbio through the inner
+ *     read future 'rd', and is written into rbio by the same poll that got
+ *     it (nothing waits in ibuf across polls), so dropping 'rd' (read is
+ *     cancel-safe on every backend, io.h) loses nothing;
+ *   - plaintext is only exchanged with OpenSSL (SSL_read_ex/SSL_write_ex)
+ *     in the poll that returns READY with it;
+ *   - 'err' is sticky: the first failure (TLS or the byte stream's) is
+ *     every later future's result; after a TLS failure the records
+ *     queued (OpenSSL's alert) are still sent by a flush or shutdown
+ *     future, after a failure of the byte stream ('io_failed') nothing;
+ *   - socket EOF sets 'eof' and makes rbio report EOF to OpenSSL.
+ */
+#ifndef FUT_TLS_INTERNAL_H
+#define FUT_TLS_INTERNAL_H
+
+#include <openssl/ssl.h>
+
+#include "fut/tls.h"
+
+struct fut_tls_ctx {
+    SSL_CTX *ssl;
+    enum fut_tls_role role;
+    unsigned char *alpn; /* wire format: length-prefixed names */
+    size_t alpn_len;
+    char msg[512]; /* the last failure's text */
+};
+
+/* Buffer sizes: one full record and its overhead, both ways. */
+#define FUT__TLS_BUF (16384 + 2048)
+
+struct fut_tls {
+    struct fut_tls_ctx *ctx;
+    struct fut_io *io;
+    SSL *ssl;
+    BIO *rbio; /* ciphertext received (owned by ssl) */
+    BIO *wbio; /* ciphertext to send (owned by ssl) */
+    struct fut_io_write wr;
+    int wr_busy; /* 'wr' was initialised and has not returned READY */
+    size_t ooff, olen;
+    struct fut_io_read rd;
+    int rd_busy;
+    int eof;         /* the byte stream ended */
+    int err;         /* sticky failure (0: none) */
+    int io_failed;   /* the byte stream failed: nothing more is sent */
+    int hs_done;     /* the handshake completed */
+    int hs_sent;     /* ... and its last flight was sent */
+    int shut_queued; /* close_notify is in wbio (or sent) */
+    char alpn[256];
+    char msg[512];
+    unsigned char obuf[FUT__TLS_BUF];
+    unsigned char ibuf[FUT__TLS_BUF];
+};
+
+/* Appends the OpenSSL error queue of this thread to 'msg' (cap bytes,
+ * after 'prefix' when not NULL) and empties the queue. */
+void fut__tls_drain_errors(char *msg, size_t cap, const char *prefix);
+
+/* The record pump (stream.c). Each returns FUT_PENDING (the waker is
+ * registered where progress will come from) or FUT_READY with '*res':
+ *   flush      every queued record sent (0) or a failure (< 0);
+ *   fill       bytes moved from the socket into rbio (> 0), 0 at EOF, or
+ *              a failure;
+ *   handshake  0 once the handshake is done, or a failure.
+ * A failure is stored in t->err as well. */
+int fut__tls_flush(struct fut_tls *t, struct fut_context *cx, int *res);
+int fut__tls_fill(struct fut_tls *t, struct fut_context *cx, int *res);
+int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res);
+/* Maps the failure of an SSL call (its return 'rc') to a code, stores
+ * it in t->err with the message, and tries to send what OpenSSL queued
+ * (an alert) without waiting. Returns the code. */
+int fut__tls_fail(struct fut_tls *t, struct fut_context *cx, int rc);
+/* Drops the inner read if it is pending (cancel-safe). */
+void fut__tls_release_read(struct fut_tls *t);
+
+#endif /* FUT_TLS_INTERNAL_H */
