@@ -54,7 +54,17 @@ int fut_test_run(Suite *s)
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);
+    int ran = srunner_ntests_run(sr);
     srunner_free(sr);
+    /* CTest names a case through CK_RUN_CASE: a name that matches none
+     * (a case renamed in the .c but not in its .cmake) would run nothing
+     * and pass. */
+    if (ran == 0) {
+        fprintf(stderr, "no test ran (CK_RUN_CASE=%s CK_RUN_SUITE=%s)\n",
+                getenv("CK_RUN_CASE") ? getenv("CK_RUN_CASE") : "",
+                getenv("CK_RUN_SUITE") ? getenv("CK_RUN_SUITE") : "");
+        return EXIT_FAILURE;
+    }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 

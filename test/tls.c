@@ -1113,7 +1113,10 @@ static void drop_loop(int kind, size_t total, int need_flush_drops)
     r = drop_run(kind, -1, total, &st);
     ck_assert_msg(r == 0, "dropped at every PENDING: %d (%s)", r,
                   fut_strerror(r));
-    ck_assert_msg(st.drops > 0, "nothing dropped");
+    /* On the multi-thread runtime the peer (another worker) may answer
+     * every time before this side waits again, in every run after the
+     * first (seen under load): a stress run then, as above. */
+    ck_assert_msg(st.drops > 0 || fut_test_rt_is_mt(), "nothing dropped");
     /* On the current-thread runtime the peer runs only while this side
      * waits, so a flush must have waited; on the multi-thread one the
      * peer may drain every flight at once (then this is a stress run). */
