@@ -477,23 +477,32 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
     return 0;
 }
 
-static void run_task(struct ct_sched *c, struct fut_task *t)
+/* Simulation mode: one poll of 't' as a step of the trace. */
+static enum fut__run_result sim_run_task(struct ct_sched *c,
+                                         struct fut_task *t, int *spent)
 {
-    stat_inc(&c->n_polls);
-    int spent = 0;
     /* The tag before the poll: a DONE task may be freed by it. */
-    struct fut__sim_tag g =
-        c->base.sim ? *sim_tag(t) : (struct fut__sim_tag){0};
-    enum fut__run_result r = fut__task_run(t, c->budget, &spent);
-    if (spent)
-        stat_inc(&c->n_budget);
-    if (c->base.sim &&
-        fut__sim_step(c->base.sim, g.id,
+    struct fut__sim_tag g = *sim_tag(t);
+    enum fut__run_result r = fut__task_run(t, c->budget, spent);
+    if (fut__sim_step(c->base.sim, g.id,
                       r == FUT__RUN_DONE         ? FUT__SIM_DONE
                       : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
                                                  : FUT__SIM_PENDING,
                       g.file, g.line))
         c->sim_stopped = SIM_DIVERGED;
+    return r;
+}
+
+static void run_task(struct ct_sched *c, struct fut_task *t)
+{
+    stat_inc(&c->n_polls);
+    int spent = 0;
+    /* Every other runtime polls without the simulation's tag copy. */
+    enum fut__run_result r = FUT_UNLIKELY(c->base.sim)
+                                 ? sim_run_task(c, t, &spent)
+                                 : fut__task_run(t, c->budget, &spent);
+    if (spent)
+        stat_inc(&c->n_budget);
     switch (r) {
     case FUT__RUN_RESCHEDULE:
         push_local(c, t); /* to the back: the others go first */
