@@ -350,9 +350,35 @@ void cmd_publish(struct cmd_ctx *c)
 
 /* --------------------------------------------------- (un)subscribe replies */
 
+/* Moves the messages already queued for this client into its output, in
+ * front of an (un)subscribe reply: a PUBLISH that found the subscriber
+ * before a registry change under the lock has queued its message by then
+ * (deliver runs under the lock), and Redis writes such a message before
+ * the reply (its publisher writes into the output buffer at once). Without
+ * this, a 'message' of a channel could follow its 'unsubscribe' reply on
+ * two workers. A NULL (a publisher found the client over its hard limit)
+ * closes the client after this batch's replies. Commands run with no
+ * write in flight (server.c, step 2), so the output is where they go. */
+static void drain_queued(struct cmd_ctx *c)
+{
+    struct subscriber *s = c->cl->sub;
+    struct psmsg *m;
+    while (s && fut_mpsc_try_recv(&s->rx, &m) == 0) {
+        if (!m) {
+            c->cl->close_after_reply = 1;
+            continue;
+        }
+        resp_add_raw(c->out, m->data, m->len);
+        atomic_fetch_sub_explicit(&s->queued, (long long)m->len,
+                                  memory_order_relaxed);
+        psmsg_unref(m);
+    }
+}
+
 static void reply_sub(struct cmd_ctx *c, const char *kind,
                       const struct resp_arg *name, size_t count)
 {
+    drain_queued(c);
     resp_add_array(c->out, 3);
     resp_add_bulk_str(c->out, kind);
     if (name)

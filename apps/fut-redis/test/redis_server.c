@@ -15,8 +15,13 @@
  *   cmdline          unknown option / bad value / --io-backend
  *   multikey         MSET/MGET/DEL/EXISTS over two keys are atomic for
  *                    other clients (the point of the .mt variant)
+ *   subscribe_many   SUBSCRIBE of many channels is O(N), others served
+ *   unsubscribe_order  no 'message' of a channel after its UNSUBSCRIBE
+ *                    reply while a publisher floods it
  * The .mt variants run fut-redis with --workers 2. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -710,6 +715,97 @@ START_TEST(subscribe_many)
 }
 END_TEST
 
+/* ---------------------------------------------------- unsubscribe_order */
+
+/* A publisher floods 'ch' from its own thread while the subscriber
+ * unsubscribes: every 'message' of 'ch' must come before the unsubscribe
+ * reply, as in Redis (a PUBLISH either found the subscription - and its
+ * message is written first - or did not). On two workers a message
+ * queued before the removal used to follow the reply. */
+struct flood {
+    const struct srvproc *p;
+    atomic_int stop;
+    long long sent;
+};
+
+static void *flood_main(void *arg)
+{
+    struct flood *f = arg;
+    int fd = client_connect(f->p);
+    ck_assert_int_ge(fd, 0);
+    static const char pub[] =
+        "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n$1\r\nx\r\n";
+    char req[16 * (sizeof pub - 1)], rep[16 * 4];
+    for (int i = 0; i < 16; i++)
+        memcpy(req + i * (sizeof pub - 1), pub, sizeof pub - 1);
+    while (!atomic_load(&f->stop)) {
+        ck_assert_int_eq(client_send(fd, req, sizeof req), 0);
+        ck_assert_uint_eq(client_recv(fd, rep, sizeof rep), sizeof rep);
+        f->sent += 16;
+    }
+    close(fd);
+    return NULL;
+}
+
+static const char unsub_reply[] =
+    "*3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n";
+static const char msg_x[] = "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nx\r\n";
+
+/* Subscribes, lets messages come, unsubscribes and pings; checks that
+ * the stream is messages, the reply, +PONG. Returns the messages read. */
+static long long unsubscribe_once(const struct srvproc *p)
+{
+    int sub = client_connect(p);
+    ck_assert_int_ge(sub, 0);
+    expect_reply(sub, "SUBSCRIBE ch\r\n",
+                 "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
+    char one[sizeof msg_x - 1];
+    ck_assert_uint_eq(client_recv(sub, one, sizeof one), sizeof one);
+    ck_assert(!memcmp(one, msg_x, sizeof one));
+    ck_assert_int_eq(client_send(sub, "UNSUBSCRIBE ch\r\nPING\r\n", 22), 0);
+    static char buf[1 << 22];
+    size_t n = 0;
+    while (!memmem(buf, n, "+PONG\r\n", 7)) {
+        ck_assert_uint_lt(n, sizeof buf);
+        size_t got = client_recv_some(sub, buf + n, sizeof buf - n);
+        ck_assert_msg(got > 0, "EOF or timeout after %zu bytes", n);
+        n += got;
+    }
+    long long msgs = 1;
+    size_t at = 0, m = sizeof msg_x - 1, u = sizeof unsub_reply - 1;
+    while (at + m <= n && !memcmp(buf + at, msg_x, m)) {
+        at += m;
+        msgs++;
+    }
+    ck_assert_msg(at + u + 7 <= n && !memcmp(buf + at, unsub_reply, u) &&
+                      !memcmp(buf + at + u, "+PONG\r\n", 7),
+                  "after %lld messages: '%.60s' (%zu bytes left), want "
+                  "the unsubscribe reply then +PONG",
+                  msgs, buf + at, n - at);
+    ck_assert_msg(at + u + 7 == n, "%zu bytes after +PONG: '%.60s'",
+                  n - (at + u + 7), buf + at + u + 7);
+    close(sub);
+    return msgs;
+}
+
+START_TEST(unsubscribe_order)
+{
+    struct srvproc p;
+    fut_redis_start(&p, NULL, NULL);
+    struct flood f = {.p = &p};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, flood_main, &f), 0);
+    long long msgs = 0;
+    for (int i = 0; i < TEST_ITERS(200, 40); i++)
+        msgs += unsubscribe_once(&p);
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+    ck_assert_int_gt(msgs, 0);
+    ck_assert_int_eq(srv_stop(&p), 0);
+    harness_cleanup();
+}
+END_TEST
+
 int main(void)
 {
     static const char *const progs[] = {"redis-server", "redis-benchmark",
@@ -727,5 +823,6 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "cmdline"), cmdline);
     tcase_add_test(fut_test_tcase(s, "multikey"), multikey);
     tcase_add_test(fut_test_tcase(s, "subscribe_many"), subscribe_many);
+    tcase_add_test(fut_test_tcase(s, "unsubscribe_order"), unsubscribe_order);
     return fut_test_run(s);
 }
