@@ -7,7 +7,9 @@
  * so release builds run the watchdog too; the .mt variants run on two
  * workers. Timing is generous: a report must come before the poll ends,
  * and a poll spins until it came (at least 300 ms, at most 20 s). */
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,40 @@ static void check_report(void)
 #endif
 }
 
+/* Threads of this process named 'comm' (/proc/self/task/N/comm). */
+static int threads_named(const char *comm)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (!f)
+            continue;
+        if (fgets(name, sizeof name, f))
+            name[strcspn(name, "\n")] = 0;
+        fclose(f);
+        n += !strcmp(name, comm);
+    }
+    closedir(d);
+    return n;
+}
+
+/* One thread watches a runtime: its own watchdog thread, or on two
+ * workers the monitor, which hosts the watchdog's scans. */
+static void check_threads(void)
+{
+    if (fut_test_rt_is_mt()) {
+        ck_assert_int_eq(threads_named("fut-watchdog"), 0);
+        ck_assert_int_eq(threads_named("fut-monitor"), 1);
+    } else {
+        ck_assert_int_eq(threads_named("fut-watchdog"), 1);
+    }
+}
+
 /* ------------------------------------------------------------- spinner */
 
 struct spinner {
@@ -167,6 +203,7 @@ START_TEST(long_poll_reported)
     fut_future_init(&s.base, &spinner_vt);
     run_spawned(rt, &s.base, sizeof s);
     check_report();
+    check_threads();
     watched_rt_free(rt);
 }
 END_TEST

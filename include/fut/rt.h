@@ -52,7 +52,8 @@ struct fut_rt_config {
     int event_interval;   /**< ticks between remote-queue checks; 0 = 61 */
     int64_t slow_poll_ns; /**< debug builds: report longer polls; 0 = 10 ms,
                              -1 = never. Reported after the poll
-                             ("slow-poll") and, by a watchdog thread,
+                             ("slow-poll") and, by a watchdog (a thread of
+                             the runtime: its own, or the monitor),
                              while it still runs ("long-poll": the task's
                              name, the worker, the time so far; again at
                              each doubling). The environment variable

@@ -36,6 +36,13 @@
  *   - slots live in 'struct fut__watch', freed by fut_runtime_free after
  *     the scheduler's shutdown (no thread polls with them any longer)
  *     and after fut__watch_stop joined the watchdog thread.
+ * Who scans: the watchdog's own thread, or - on a multi-thread runtime
+ * that has a monitor thread (src/rt/multi/monitor.c) - the monitor, at
+ * each of its ticks (fut__watch_host before any worker starts, then
+ * fut__watch_hosted_scan): one thread watches the workers for both jobs.
+ * 'state' (under 'lock'): 0 not started, 1 own thread running, 2
+ * stopped (no scan, no report after fut__watch_stop returned: a hosted
+ * scan runs under the lock and checks it), 3 hosted.
  * Reports: once when a poll passes the threshold, again at each doubling
  * of it (2x, 4x, ...), through fut__report.
  */
@@ -235,6 +242,15 @@ static int scan_slot(struct fut__watch *w, int i, int64_t now)
     return 1;
 }
 
+/* One look at every slot; 1 when one is in a poll or moved. */
+static int scan_all(struct fut__watch *w, int64_t now)
+{
+    int busy = 0;
+    for (int i = 0; i < w->n; i++)
+        busy |= scan_slot(w, i, now);
+    return busy;
+}
+
 /* Wakes every 'period_ns' while tasks are polled; a runtime whose slots
  * did not move since the last look (idle) is looked at less often, the
  * interval doubling up to the threshold: an idle runtime costs the
@@ -250,10 +266,7 @@ static void *watch_main(void *arg)
         fut__parker_park(&w->parker, period);
         if (fut__load(&w->stop, FUT__ACQUIRE))
             break;
-        int64_t now = fut_now_ns();
-        int busy = 0;
-        for (int i = 0; i < w->n; i++)
-            busy |= scan_slot(w, i, now);
+        int busy = scan_all(w, fut_now_ns());
         period = busy ? w->period_ns : 2 * period;
         if (period > w->threshold_ns)
             period = w->threshold_ns > w->period_ns ? w->threshold_ns
@@ -320,6 +333,25 @@ void fut__watch_start(struct fut__watch *w)
     if (w->state == 0)
         start_locked(w);
     fut__store(&w->started, 1, FUT__RELAXED);
+    fut__mutex_unlock(&w->lock);
+}
+
+void fut__watch_host(struct fut__watch *w)
+{
+    fut__mutex_lock(&w->lock);
+    if (w->state == 0)
+        w->state = 3;
+    fut__mutex_unlock(&w->lock);
+}
+
+void fut__watch_hosted_scan(struct fut__watch *w)
+{
+    /* The lock orders this scan against fut__watch_stop: once stop
+     * returned, no report is made (it set 'state' 2 under the lock). The
+     * host's tick is the period; the scan is 'n' slot loads. */
+    fut__mutex_lock(&w->lock);
+    if (w->state == 3)
+        scan_all(w, fut_now_ns());
     fut__mutex_unlock(&w->lock);
 }
 

@@ -98,7 +98,8 @@ struct fut__watch {
     fut__aword started;   /* 1 once fut__watch_start took the lock */
     fut__aword stop;      /* the thread exits */
     fut__mutex lock;      /* 'state', 'thread' */
-    int state;            /* 0 not started, 1 running, 2 stopped */
+    int state;            /* 0 not started, 1 running, 2 stopped,
+                             3 hosted (watchdog.c) */
     pthread_t thread;
     struct fut__parker parker; /* the thread sleeps here */
 };
@@ -110,7 +111,15 @@ int fut__watch_new(int n, int64_t threshold_ns, int multi,
 /* Starts the thread unless it runs or was stopped; any thread, any
  * number of times (a relaxed load once it started). */
 void fut__watch_start(struct fut__watch *w);
-/* Stops and joins the thread (no report is made after it returned). */
+/* Hands the scans to another thread that ticks while tasks are polled
+ * (the multi-thread runtime's monitor): fut__watch_start then starts no
+ * thread. Call before any thread polls with a slot. */
+void fut__watch_host(struct fut__watch *w);
+/* One scan of every slot, by the host, at its tick (any period up to the
+ * threshold's quarter keeps reports on time). */
+void fut__watch_hosted_scan(struct fut__watch *w);
+/* Stops and joins the thread, or stops the host's scans (no report is
+ * made after it returned). */
 void fut__watch_stop(struct fut__watch *w);
 /* Frees it, once no thread polls with one of its slots. */
 void fut__watch_free(struct fut__watch *w);

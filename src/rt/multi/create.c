@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rt/multi/idle.h"
+#include "rt/watchdog.h"
 
 #define MT_MAX_WORKERS 256
 
@@ -177,6 +178,9 @@ fail_m:
 static int mt_start(struct fut__sched *s)
 {
     struct mt_sched *m = mt_of(s);
+    /* The monitor hosts the watchdog's scans: before a worker starts it. */
+    if (m->base.watch && fut__mt_mon_wanted(m))
+        fut__watch_host(m->base.watch);
     m->n_started = m->n; /* before any worker reads it (after a stop) */
     for (int i = 0; i < m->n; i++) {
         struct mt_worker *w = &m->w[i];

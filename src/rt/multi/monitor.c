@@ -36,11 +36,19 @@
  *   - shutdown stores MON_STOP and wakes the futex before anything else,
  *     then joins the monitor; the monitor reads the scheduler only until
  *     it sees MON_STOP.
+ *
+ * The monitor also hosts the runtime's long-poll watchdog when it has one
+ * (src/rt/watchdog.c, fut__watch_host): each tick with a worker awake
+ * scans the workers' poll slots, so one thread watches the workers for
+ * both jobs. A worker inside a poll is awake, so the monitor is not
+ * dormant while a poll could be long; fut_runtime_free stops the scans
+ * (fut__watch_stop) before the shutdown stops the monitor.
  */
 #include <errno.h>
 #include <stdio.h>
 
 #include "rt/multi/idle.h"
+#include "rt/watchdog.h"
 
 #define MON_TICK_NS (2 * 1000 * 1000)
 #define MON_IDLE_TICKS 25 /* dormant after 50 ms with every worker asleep */
@@ -111,14 +119,20 @@ static void *monitor_main(void *arg)
         }
         asleep = 0;
         check_driver(m, &last);
+        if (m->base.watch) /* the long-poll watchdog's scan (hosted) */
+            fut__watch_hosted_scan(m->base.watch);
     }
     return NULL;
 }
 
+int fut__mt_mon_wanted(const struct mt_sched *m)
+{
+    return m->base.driver && m->n >= 2;
+}
+
 int fut__mt_mon_start(struct mt_sched *m)
 {
-    struct fut__driver *d = m->base.driver;
-    if (!d || m->n < 2)
+    if (!fut__mt_mon_wanted(m))
         return 0;
     fut__store(&m->mon_state, MON_RUN, FUT__RELAXED);
     int r = pthread_create(&m->mon_thread, NULL, monitor_main, m);

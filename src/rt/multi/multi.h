@@ -507,6 +507,9 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver);
 /* monitor.c: the thread that keeps the driver served while a worker runs
  * a long poll (its rules). start: by mt_start, after the workers (0, or
  * FUT_ENOMEM / -errno); stop: first thing in shutdown, joins it. */
+/* 1 when the runtime gets a monitor thread (a driver, two workers or
+ * more); fut__mt_mon_start starts it then. */
+int fut__mt_mon_wanted(const struct mt_sched *m);
 int fut__mt_mon_start(struct mt_sched *m);
 void fut__mt_mon_stop(struct mt_sched *m);
 
