@@ -103,6 +103,66 @@ static void pattern(char *p, size_t n, unsigned seed)
 
 /* ----------------------------------------- dropped read, freed buffer */
 
+/* A write in flight when its runtime is freed: the ring's end waits for
+ * its CQE, and the future's next poll - on an epoll runtime, then on a
+ * new io_uring one - gets that result instead of sending the bytes again
+ * (the peer reads them once); a write dropped after such a free leaves
+ * nothing behind for the next write. */
+static void write_outlives_on(int second_backend)
+{
+    struct fut_runtime *rt = rt_uring();
+    struct fut_io *io;
+    int peer;
+    stream_pair(&io, &peer);
+    static const char msg[] = "sent exactly once";
+    struct fut_io_write wr;
+    fut_io_write_init(&wr, io, msg, sizeof msg);
+    ASSERT_EQ(poll_once(rt, &wr.base), FUT_PENDING); /* an SQE, no CQE */
+    fut_runtime_free(rt);                            /* the CQE lands */
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.io_backend = second_backend;
+    ASSERT_EQ(fut_runtime_new(&cfg, &rt), 0);
+    ASSERT_EQ(fut_block_on(rt, &wr.base), 0);
+    ck_assert_int_eq(wr.result, (long)sizeof msg);
+    fut_drop(&wr.base);
+    /* The next write is its own: sent now. */
+    fut_io_write_init(&wr, io, "+", 1);
+    ASSERT_EQ(fut_block_on(rt, &wr.base), 0);
+    ck_assert_int_eq(wr.result, 1);
+    fut_drop(&wr.base);
+    fut_runtime_free(rt);
+    char buf[2 * sizeof msg + 8];
+    ssize_t n = read(peer, buf, sizeof buf);
+    ck_assert_int_eq(n, (ssize_t)sizeof msg + 1);
+    ck_assert(!memcmp(buf, msg, sizeof msg) && buf[sizeof msg] == '+');
+    /* Freed again with a write in flight, then dropped: the next write
+     * gets no stale result. */
+    rt = rt_uring();
+    fut_io_write_init(&wr, io, "a", 1);
+    ASSERT_EQ(poll_once(rt, &wr.base), FUT_PENDING);
+    fut_runtime_free(rt);
+    fut_drop(&wr.base);
+    rt = rt_uring();
+    fut_io_write_init(&wr, io, "bc", 2);
+    ASSERT_EQ(fut_block_on(rt, &wr.base), 0);
+    ck_assert_int_eq(wr.result, 2);
+    fut_drop(&wr.base);
+    fut_runtime_free(rt);
+    n = read(peer, buf, sizeof buf);
+    ck_assert_int_eq(n, 3);
+    ck_assert(!memcmp(buf, "abc", 3));
+    fut_io_close(io);
+    close(peer);
+}
+
+START_TEST(write_outlives_runtime)
+{
+    write_outlives_on(FUT_IO_EPOLL);
+    write_outlives_on(FUT_IO_URING);
+}
+END_TEST
+
 /* A read in flight is dropped, its buffer overwritten and freed; then the
  * data comes. The dropped future's buffer keeps the pattern written after
  * the drop (the kernel never had it), ASan sees no write into freed
@@ -859,6 +919,7 @@ int main(void)
     Suite *s = suite_create("io_uring");
     TCase *tc = fut_test_tcase(s, "ownership");
     tcase_add_test(tc, drop_read_then_data);
+    tcase_add_test(tc, write_outlives_runtime);
     tc = fut_test_tcase(s, "leaks");
     tcase_add_test(tc, drop_accepts_and_opens);
     tc = fut_test_tcase(s, "accept");

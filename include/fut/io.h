@@ -19,7 +19,9 @@
  *     (fut_block_on(NULL, ...)), or on another runtime than the one the
  *     fd belongs to, completes with FUT_EINVAL; an fd that outlives its
  *     runtime (fut_runtime_free) is unregistered by it and may then wait
- *     on another runtime;
+ *     on another runtime, where a pending read gets the bytes that came
+ *     meanwhile and a pending write the result of its send if it went
+ *     out (io_uring: it is not sent twice; docs/io.md);
  *   - an fd has one reader slot and one writer slot: at most one task may
  *     wait to read and one to write on the same fd at a time (which is
  *     what fut_io_split hands out); buffers passed in are borrowed and

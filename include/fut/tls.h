@@ -39,10 +39,9 @@
  *     repeats a record;
  *   - a deadline: wrap the future in fut_timeout (time.h); the handshake
  *     has none of its own;
- *   - a stream may outlive its runtime, but on io_uring free the runtime
- *     only after a flush or shutdown future completed: a send in flight
- *     at fut_runtime_free would be repeated on the next runtime
- *     (docs/tls.md, "Runtimes").
+ *   - a stream may outlive its runtime: its next future may run on
+ *     another runtime (a send in flight at fut_runtime_free is finished
+ *     there and not repeated: docs/tls.md, "Runtimes").
  * Thread: a future is polled and dropped by one thread at a time.
  */
 #ifndef FUT_TLS_H

@@ -145,8 +145,10 @@ static int uring_op(struct fut__backend *b, struct fut__io *io,
     check_thread(b);
     if (!native(io, op))
         return fut__io_do(b, io, op, cx, res);
-    if (FUT_UNLIKELY(io->spill != NULL) && fut__op_dir(op) == FUT__DIR_READ)
-        return fut__io_do(b, io, op, cx, res); /* the spill, first */
+    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
+        (fut__op_dir(op) == FUT__DIR_READ ? io->spill != NULL
+                                          : io->wr_kept_set))
+        return fut__io_do(b, io, op, cx, res); /* a detach's leftovers */
     struct ufd *f = ufd_load(io);
     if (FUT_UNLIKELY(!f || !io->drv)) {
         int r = fut__io_attach(io);
@@ -368,6 +370,15 @@ static void detach_drain(struct fut__backend *b, struct fut__io *io,
     struct uop *u = f->rd;
     if (!err && u && u->kind == U_RECV && u->done && u->res > 0)
         fut__io_spill(io, u->buf + u->off, u->len - u->off);
+    /* A write whose future has not taken its result: its bytes went out
+     * (done), or may go or not (still in flight after the wait: the ring's
+     * end cancels it, and FUT_ECANCELED says the outcome is unknown).
+     * The future's next poll, on any runtime, gets this instead of
+     * sending the bytes again. */
+    if ((u = f->wr) != NULL) {
+        io->wr_kept = u->done ? u->res : FUT_ECANCELED;
+        io->wr_kept_set = 1;
+    }
     /* A listener's queued connections wait for the next accept, on any
      * runtime (the spill holds them as ints). */
     int fd;

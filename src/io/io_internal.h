@@ -230,6 +230,13 @@ struct fut__io {
                                     a listener's: the fds it accepted, as
                                     ints (closed with the io) */
     size_t spill_len, spill_off;
+    long wr_kept;            /* the result of a write a completion
+                                backend had in flight when it let the fd
+                                go (detach) and its future did not take:
+                                the next write poll, on any runtime, gets
+                                it instead of sending again; a dropped
+                                write clears it (fut__io_unwait) */
+    int wr_kept_set;         /* 'wr_kept' holds a result */
     void *bstate[3];         /* the backend's per-fd state (its file
                                     says what; the polling thread) */
     struct fut_io h, hr, hw; /* the full handle and the two halves */

@@ -228,6 +228,8 @@ void fut__io_unwait(struct fut__io *io, unsigned dir)
     struct fut_waker *slot = dir == FUT__DIR_READ ? &io->rd : &io->wr;
     w = *slot;
     slot->vt = NULL;
+    if (dir == FUT__DIR_WRITE)
+        io->wr_kept_set = 0; /* its writer is gone: no one to tell */
     struct fut__iodrv *d = io->drv;
     fut__mutex_unlock(&io->lock);
     fut_waker_drop(&w);
@@ -550,10 +552,17 @@ size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek)
     return n;
 }
 
-/* The spilled bytes first, for the reads that take bytes from a stream. */
+/* What a completion backend left when it let the fd go (detach): the
+ * result of a write in flight, for the next write; the spilled bytes, for
+ * the reads that take bytes from a stream. */
 static int take_spill(struct fut__io *io, const struct fut__op *op, long *res)
 {
     int fd;
+    if (io->wr_kept_set && fut__op_dir(op) == FUT__DIR_WRITE) {
+        *res = io->wr_kept; /* the write went out before the detach */
+        io->wr_kept_set = 0;
+        return 1;
+    }
     if (op->kind == FUT__OP_ACCEPT && io->kind == FUT__IO_LISTEN &&
         fut__io_unspill(io, &fd, sizeof fd, 0) == sizeof fd) {
         *res = fd;
@@ -577,7 +586,8 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
                const struct fut__op *op, struct fut_context *cx, long *res)
 {
     (void)b;
-    if (FUT_UNLIKELY(io->spill != NULL) && take_spill(io, op, res))
+    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
+        take_spill(io, op, res))
         return FUT_READY;
     unsigned dir = fut__op_dir(op);
     size_t want = op->want;
