@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Foreign fds (include/fut/fd.h): readiness of fds fut does not own, on
  * both backends and both flavors - readable after a write, cleared
- * readiness waits for new data, writable, hang-up and error reported, a
+ * readiness waits for new data, clearing only what poll(2) says would
+ * block (clear_if_blocked), writable, hang-up and error reported, a
  * deregistration wakes its waiter with FUT_ECANCELED and leaves the fd
  * open with its flags, a dropped wait loses nothing, a wake from another
  * thread, the fiber wrapper, and the errors of a bad registration. */
@@ -193,6 +194,52 @@ START_TEST(clear_then_wait)
     ASSERT_EQ(wait_on(x.rt, x.h, FUT_FD_READABLE, 2000, NULL),
               FUT_FD_READABLE);
     ASSERT_EQ(drain(x.sv[0]), 1);
+    fx_end(&x);
+}
+END_TEST
+
+/* clear_if_blocked: a direction with data (or room) keeps its readiness,
+ * one that would block loses it - as a library that reads once and stops
+ * before EAGAIN needs; a hang-up counts as ready. */
+START_TEST(clear_if_blocked)
+{
+    struct fx x;
+    fx_begin(&x);
+    const unsigned both = FUT_FD_READABLE | FUT_FD_WRITABLE;
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_eq(write(x.sv[1], "abcd", 4), 4);
+        uint32_t tick;
+        ASSERT_EQ(wait_on(x.rt, x.h, FUT_FD_READABLE, 2000, &tick),
+                  FUT_FD_READABLE);
+        char c;
+        ck_assert_int_eq(read(x.sv[0], &c, 1), 1); /* stops early */
+        ASSERT_EQ(fut_fd_clear_if_blocked(x.h, both, tick), 0);
+        ASSERT_EQ(wait_on(x.rt, x.h, FUT_FD_READABLE, 2000, &tick),
+                  FUT_FD_READABLE); /* three bytes wait: not cleared */
+        ASSERT_EQ(drain(x.sv[0]), 3);
+        ASSERT_EQ(fut_fd_clear_if_blocked(x.h, both, tick), FUT_FD_READABLE);
+        ASSERT_EQ(wait_on(x.rt, x.h, FUT_FD_READABLE, 30, NULL),
+                  FUT_ETIMEDOUT);
+    }
+    /* Writable: kept while there is room, cleared once the socket is
+     * full. */
+    uint32_t tick;
+    ASSERT_EQ(wait_on(x.rt, x.h, FUT_FD_WRITABLE, 2000, &tick),
+              FUT_FD_WRITABLE);
+    ASSERT_EQ(fut_fd_clear_if_blocked(x.h, FUT_FD_WRITABLE, tick), 0);
+    fill(x.sv[0]);
+    ASSERT_EQ(fut_fd_clear_if_blocked(x.h, FUT_FD_WRITABLE, tick),
+              FUT_FD_WRITABLE);
+    ASSERT_EQ(wait_on(x.rt, x.h, FUT_FD_WRITABLE, 30, NULL), FUT_ETIMEDOUT);
+    ASSERT_EQ(fut_fd_clear_if_blocked(x.h, 0, tick), 0);
+    /* The peer's close: readable (end of stream) is never cleared. */
+    close(x.sv[1]);
+    x.sv[1] = -1;
+    int ev = wait_on(x.rt, x.h, FUT_FD_READABLE, 2000, &tick);
+    ck_assert_int_gt(ev, 0);
+    ASSERT_EQ(fut_fd_clear_if_blocked(x.h, FUT_FD_READABLE, tick), 0);
+    ASSERT_EQ(fut_fd_clear_if_blocked(NULL, FUT_FD_READABLE, tick),
+              FUT_EINVAL);
     fx_end(&x);
 }
 END_TEST
@@ -568,6 +615,7 @@ int main(void)
     tcase_add_test(tc, readable_after_write);
     tc = fut_test_tcase(s, "clear");
     tcase_add_test(tc, clear_then_wait);
+    tcase_add_test(tc, clear_if_blocked);
     tc = fut_test_tcase(s, "writable");
     tcase_add_test(tc, writable);
     tc = fut_test_tcase(s, "hup");

@@ -29,7 +29,7 @@
  * reports the next change as a new edge). Clear without an EAGAIN and a
  * wait may sleep although data is there: if a library you drive may stop
  * reading before EAGAIN, call it again until it says it would block, or
- * check with poll(2) (timeout 0) before clearing. A wait may also return
+ * clear with fut_fd_clear_if_blocked, which asks poll(2) first. A wait may also return
  * although the fd is not ready any more (someone else read it): a
  * readiness is a hint, EAGAIN is the truth. FUT_FD_RDHUP, FUT_FD_HUP and
  * FUT_FD_ERROR are never cleared.
@@ -127,6 +127,21 @@ FUT_EXTERN int fut_fd_fileno(const struct fut_fd *h);
  * loses a wakeup. Thread: any. */
 FUT_EXTERN void fut_fd_clear_ready(struct fut_fd *h, unsigned bits,
                                    uint32_t tick);
+
+/** Clears those of 'bits' (FUT_FD_READABLE and/or FUT_FD_WRITABLE) that
+ * the kernel says would block now - a zero-timeout poll(2) of the fd,
+ * with the tick the wait reported, as fut_fd_clear_ready does - and keeps
+ * the others. For a library that may stop reading or writing before
+ * EAGAIN (hiredis reads once per call, libcurl may stop when its buffer
+ * is full): call it after handing the library an event, instead of
+ * fut_fd_clear_ready, so a wait neither sleeps while data is there nor
+ * spins while none is. A hang-up or error counts as ready both ways.
+ * Returns the bits cleared (0: none), a negative errno when poll(2)
+ * failed (nothing cleared), or FUT_EINVAL (NULL; a deregistered handle,
+ * which debug builds abort on). Costs a poll(2) system call. Thread: any.
+ */
+FUT_EXTERN int fut_fd_clear_if_blocked(struct fut_fd *h, unsigned bits,
+                                       uint32_t tick);
 
 /** Ends the registration: the fd leaves epoll (or its POLL_ADD is
  * cancelled) before this returns, a future waiting on the handle is woken

@@ -19,6 +19,7 @@
  *     with the tick the wait reported (the reactor's ABA guard).
  */
 #include <errno.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 #include "fut/fd.h"
@@ -131,6 +132,41 @@ void fut_fd_clear_ready(struct fut_fd *h, unsigned bits, uint32_t tick)
         return;
     }
     fut__io_clear(io, bits & BOTH, tick);
+}
+
+int fut_fd_clear_if_blocked(struct fut_fd *h, unsigned bits, uint32_t tick)
+{
+    FUT_ARG_CHECK(h, "'h' is NULL");
+    struct fut__io *io = core_of(h);
+    if (is_gone(io)) {
+        FUT_MISUSE("the handle was deregistered (fut_fd_deregister)");
+        return FUT_EINVAL;
+    }
+    bits &= BOTH;
+    struct pollfd p = {io->fd, 0, 0};
+    if (bits & FUT_FD_READABLE)
+        p.events |= POLLIN;
+    if (bits & FUT_FD_WRITABLE)
+        p.events |= POLLOUT;
+    if (!bits)
+        return 0;
+    int r;
+    while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
+        ;
+    if (r < 0)
+        return -errno; /* nothing cleared: the caller's next turn sees */
+    /* A hang-up or an error is ready for both directions (a read or a
+     * write returns at once). */
+    short now = p.revents & (POLLHUP | POLLERR) ? (short)(POLLIN | POLLOUT)
+                                                : p.revents;
+    unsigned clear = 0;
+    if ((bits & FUT_FD_READABLE) && !(now & POLLIN))
+        clear |= FUT_FD_READABLE;
+    if ((bits & FUT_FD_WRITABLE) && !(now & POLLOUT))
+        clear |= FUT_FD_WRITABLE;
+    if (clear)
+        fut__io_clear(io, clear, tick);
+    return (int)clear;
 }
 
 /* Whether 'io's fd number still names the file registered (fstat). */

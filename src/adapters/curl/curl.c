@@ -56,7 +56,6 @@
  * curl_multi_socket_action.
  */
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,20 +290,11 @@ static int cselect_of(int bits)
 }
 
 /* After an action: forget the readiness of the directions poll(2) says
- * are not ready now (see the rules: curl need not stop at EAGAIN). */
+ * are not ready now (see the rules: curl need not stop at EAGAIN). A
+ * failed poll keeps it: the next turn asks curl again. */
 static void sock_clear_drained(struct csock *s, uint32_t tick)
 {
-    struct pollfd p = {s->dfd, POLLIN | POLLOUT, 0};
-    if (poll(&p, 1, 0) < 0)
-        return; /* keep the readiness: the next turn asks curl again */
-    unsigned clear = 0;
-    short any = POLLHUP | POLLERR;
-    if (!(p.revents & (POLLIN | any)))
-        clear |= FUT_FD_READABLE;
-    if (!(p.revents & (POLLOUT | any)))
-        clear |= FUT_FD_WRITABLE;
-    if (clear)
-        fut_fd_clear_ready(s->h, clear, tick);
+    fut_fd_clear_if_blocked(s->h, FUT_FD_READABLE | FUT_FD_WRITABLE, tick);
 }
 
 static int sock_poll(struct fut_future *f, struct fut_context *cx)

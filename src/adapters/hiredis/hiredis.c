@@ -52,7 +52,6 @@
  *     stream from its init to its drop.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,25 +316,11 @@ static void driver_release(struct driver *d)
     d->r = NULL;
 }
 
-/* hiredis reads or writes once; clear what poll(2) says would block. */
+/* hiredis reads or writes once; clear what poll(2) says would block (a
+ * failed poll keeps the readiness: hiredis will see for itself). */
 static void driver_clear(struct fut_redis *r, unsigned ev, uint32_t tick)
 {
-    struct pollfd pf = {.fd = fut_fd_fileno(r->fd), .events = 0};
-    if (ev & FUT_FD_READABLE)
-        pf.events |= POLLIN;
-    if (ev & FUT_FD_WRITABLE)
-        pf.events |= POLLOUT;
-    if (poll(&pf, 1, 0) < 0)
-        return; /* keep the readiness: hiredis will see for itself */
-    unsigned clear = 0;
-    if ((ev & FUT_FD_READABLE) &&
-        !(pf.revents & (POLLIN | POLLHUP | POLLERR)))
-        clear |= FUT_FD_READABLE;
-    if ((ev & FUT_FD_WRITABLE) &&
-        !(pf.revents & (POLLOUT | POLLHUP | POLLERR)))
-        clear |= FUT_FD_WRITABLE;
-    if (clear)
-        fut_fd_clear_ready(r->fd, clear, tick);
+    fut_fd_clear_if_blocked(r->fd, ev, tick);
 }
 
 /* One readiness event: let hiredis write, then read (under the lock). A
