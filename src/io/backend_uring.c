@@ -772,24 +772,17 @@ static void uring_destroy(struct fut__backend *b)
 
 /* ------------------------------------------------- rings of a set */
 
-int fut__uring_share(struct fut__backend **rings, int n)
+void fut__uring_share(struct fut__backend **rings, int n)
 {
     for (int i = 0; i < n; i++) {
         struct fut__backend *b = rings[i];
-        if (fut__mutex_init(&b->ilock) != 0) {
-            while (i-- > 0) {
-                fut__mutex_destroy(&rings[i]->ilock);
-                rings[i]->shared = 0;
-            }
-            return FUT_ENOMEM;
-        }
+        fut__mutex_init(&b->ilock);
         b->shared = 1;
         b->first = rings[0];
         b->index = i;
         fut__aword_init(&b->parked, 0);
         fut__aword_init(&b->ipending, 0);
     }
-    return 0;
 }
 
 int fut__uring_ready(struct fut__backend *b)

@@ -564,7 +564,7 @@ static int make_rings(struct fut__iodrv *d, int n)
             r = d->bvt->create(&d->rings[i], d->ring_evfd[i]);
     }
     if (r == 0)
-        r = fut__uring_share(d->rings, n);
+        fut__uring_share(d->rings, n);
     if (r < 0) {
         free_rings(d);
         d->nrings = 0;
@@ -616,8 +616,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     r = FUT_ENOMEM;
     if (!d->pool)
         goto fail_backend;
-    if (fut__mutex_init(&d->lock) != 0)
-        goto fail_pool;
+    fut__mutex_init(&d->lock);
     fut__aword_init(&d->park_state, IDLE);
     fut__aword_init(&d->holder_fd, (uintptr_t)d->evfd);
     d->paused = cfg->start_paused != 0;
@@ -628,8 +627,6 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     d->sleep_tick = UINT64_MAX;
     *out = &d->base;
     return 0;
-fail_pool:
-    fut__pool_free(d->pool);
 fail_backend:
     if (d->nrings)
         free_rings(d);

@@ -56,10 +56,7 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
     if (!io)
         return FUT_ENOMEM;
     memset(io, 0, sizeof *io);
-    if (fut__mutex_init(&io->lock) != 0) {
-        fut__free(io, sizeof *io);
-        return FUT_ENOMEM;
-    }
+    fut__mutex_init(&io->lock);
     fut__aword_init(&io->refs, 1);
     fut__aword_init(&io->gone, 0);
     fut__aword_init(&io->waiter[0], 0);

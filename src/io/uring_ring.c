@@ -429,10 +429,7 @@ struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io)
     f->shared = b->shared;
     if (f->shared) {
         struct ufd_mt *m = ufd_mt(f);
-        if (fut__mutex_init(&m->lock) != 0) {
-            fut__free(f, size);
-            return NULL;
-        }
+        fut__mutex_init(&m->lock);
         m->close_req.type = REQ_CLOSE;
         m->forget_req.type = REQ_FORGET;
     }

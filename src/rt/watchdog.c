@@ -284,12 +284,11 @@ int fut__watch_new(int n, int64_t threshold_ns, int multi,
     memset(w, 0, sizeof *w);
     w->bytes = (size_t)(n + 1) * sizeof(struct fut__watch_slot);
     w->mem = fut__alloc(w->bytes);
-    if (!w->mem || fut__mutex_init(&w->lock) != 0) {
-        if (w->mem)
-            fut__free(w->mem, w->bytes);
+    if (!w->mem) {
         fut__free(w, sizeof *w);
         return FUT_ENOMEM;
     }
+    fut__mutex_init(&w->lock);
     memset(w->mem, 0, w->bytes);
     uintptr_t a = ((uintptr_t)w->mem + 63) & ~(uintptr_t)63;
     w->slots = (struct fut__watch_slot *)a;

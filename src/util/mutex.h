@@ -12,10 +12,9 @@ typedef struct fut__lock fut__mutex;
 
 #define FUT__MUTEX_INIT FUT__LOCK_INIT
 /* Returns 0, as pthread_mutex_init did (callers still check it). */
-static inline int fut__mutex_init(fut__mutex *m)
+static inline void fut__mutex_init(fut__mutex *m)
 {
-    fut__lock_init(m);
-    return 0;
+    fut__lock_init(m); /* the futex lock: nothing to allocate, no failure */
 }
 
 #define fut__mutex_destroy(m) ((void)(m))

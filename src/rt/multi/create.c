@@ -137,13 +137,11 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&m->f_remote, 0);
     fut__aword_init(&m->f_handoff, 0);
     int r = FUT_ENOMEM;
-    if (fut__mutex_init(&m->inject_lock) != 0)
-        goto fail_m;
-    if (fut__mutex_init(&m->sleep_lock) != 0)
-        goto fail_inject;
+    fut__mutex_init(&m->inject_lock);
+    fut__mutex_init(&m->sleep_lock);
     m->sleepers = fut__alloc(sizeof(int) * (size_t)n);
     if (!m->sleepers)
-        goto fail_sleep;
+        goto fail_m;
     if ((r = workers_new(m)) != 0)
         goto fail_sleepers;
     struct fut_rt_config dcfg = *cfg;
@@ -165,10 +163,6 @@ fail_workers:
     fut__free(m->w_mem, m->w_bytes);
 fail_sleepers:
     fut__free(m->sleepers, sizeof(int) * (size_t)n);
-fail_sleep:
-    fut__mutex_destroy(&m->sleep_lock);
-fail_inject:
-    fut__mutex_destroy(&m->inject_lock);
 fail_m:
     fut__free(m, sizeof *m);
     return r;
