@@ -14,7 +14,11 @@
  * (the byte count is checked). Value: client CPU (user + sys of this
  * process) per transfer, bench/client.h.
  *
- *   BENCH_PORT=<nginx's port> bench_curl bench curl_get ct
+ *   [FUT_IO_BACKEND=epoll|io_uring] BENCH_PORT=<nginx's port> bench_curl bench curl_get ct
+ *
+ * The RESULT config says the I/O backend the runtime got
+ * (bench_io_config): current_thread on epoll, current_thread_uring on
+ * io_uring; io_backend= says it too.
  */
 #include <curl/curl.h>
 
@@ -86,7 +90,8 @@ static void spawn_worker(void *arg, int i, struct fut_join *h)
 
 struct body {
     struct fut_future base;
-    const char *config;
+    const char *config;  /* the RESULT config (bench_io_config) */
+    const char *backend; /* the runtime's I/O backend */
     struct cg *g;
     struct client_meter meter;
     struct bench_fanout ph; /* a phase: the 50 tasks */
@@ -114,8 +119,9 @@ static int body_poll(struct fut_future *f, struct fut_context *cx)
     client_meter_start(&b->meter);
     FUT_AWAIT(f, &b->ph);
     {
-        char extra[64];
-        snprintf(extra, sizeof extra, "new_conns=%ld", b->g->new_conns);
+        char extra[96];
+        snprintf(extra, sizeof extra, "new_conns=%ld io_backend=%s",
+                 b->g->new_conns, b->backend);
         client_report(&b->meter, "curl_get", "fut", b->config, CG_TRANSFERS,
                       "transfers_per_s", CG_CONNS, extra);
     }
@@ -175,7 +181,9 @@ static void run_curl_get(struct fut_runtime *rt, const char *config)
     struct body b;
     memset(&b, 0, sizeof b);
     fut_future_init(&b.base, &body_vt);
-    b.config = config;
+    char cfg[64];
+    b.config = bench_io_config(rt, config, cfg, sizeof cfg);
+    b.backend = fut_runtime_backend(rt);
     b.g = &g;
     bench_run_task(rt, &b.base, sizeof b);
     op.make = 0;

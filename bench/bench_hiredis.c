@@ -14,7 +14,11 @@
  * freed (freeReplyObject), as the reference's is by hiredis. Value: client
  * CPU (user + sys of this process) per command, bench/client.h.
  *
- *   BENCH_PORT=<redis-server's port> bench_hiredis bench hiredis_get ct
+ *   [FUT_IO_BACKEND=epoll|io_uring] BENCH_PORT=<redis-server's port> bench_hiredis bench hiredis_get ct
+ *
+ * The RESULT config says the I/O backend the runtime got
+ * (bench_io_config): current_thread on epoll, current_thread_uring on
+ * io_uring; io_backend= says it too.
  */
 #include <hiredis/hiredis.h>
 
@@ -82,7 +86,8 @@ static void spawn_worker(void *arg, int i, struct fut_join *h)
 
 struct body {
     struct fut_future base;
-    const char *config;
+    const char *config;  /* the RESULT config (bench_io_config) */
+    const char *backend; /* the runtime's I/O backend */
     int port;
     struct hg *g;
     struct client_meter meter;
@@ -118,8 +123,12 @@ static int body_poll(struct fut_future *f, struct fut_context *cx)
     phase_start(b, HG_GETS);
     client_meter_start(&b->meter);
     FUT_AWAIT(f, &b->ph);
-    client_report(&b->meter, "hiredis_get", "fut", b->config, HG_GETS,
-                  "commands_per_s", HG_CONNS, NULL);
+    {
+        char extra[64];
+        snprintf(extra, sizeof extra, "io_backend=%s", b->backend);
+        client_report(&b->meter, "hiredis_get", "fut", b->config, HG_GETS,
+                      "commands_per_s", HG_CONNS, extra);
+    }
     BENCH_CHECK(b->g->done == HG_GETS, "hiredis_get: %d replies, not %d",
                 b->g->done, HG_GETS);
     for (int i = 0; i < HG_CONNS; i++)
@@ -134,7 +143,9 @@ static void run_hiredis_get(struct fut_runtime *rt, const char *config)
     struct body b;
     memset(&b, 0, sizeof b);
     fut_future_init(&b.base, &body_vt);
-    b.config = config;
+    char cfg[64];
+    b.config = bench_io_config(rt, config, cfg, sizeof cfg);
+    b.backend = fut_runtime_backend(rt);
     b.port = client_port("BENCH_PORT", "redis-server");
     b.g = &g;
     bench_run_task(rt, &b.base, sizeof b);

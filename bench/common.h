@@ -194,11 +194,15 @@ bench_runtime_new(const struct bench_flavor *fl)
 {
     struct fut_runtime *rt = NULL;
     int r = bench_runtime_try(fl, &rt);
-    if (r == FUT_EINVAL) {
+    if (r == FUT_EINVAL || r == FUT_ENOSYS || r == FUT_EPERM) {
+        /* FUT_ENOSYS / FUT_EPERM: the I/O backend FUT_IO_BACKEND asks
+         * for cannot be had here (io_uring: the build or the kernel) */
         fprintf(stderr,
                 "bench: unsupported: config %s (fut_runtime_new: %s): this "
-                "build of fut has no such runtime\n",
-                fl->config, fut_err_name(r));
+                "build of fut has no such runtime%s%s\n",
+                fl->config, fut_err_name(r),
+                r == FUT_EINVAL ? "" : " or I/O backend: ",
+                r == FUT_EINVAL ? "" : fut_io_backend_error());
         exit(BENCH_EXIT_SKIP);
     }
     BENCH_CHECK(r == 0, "fut_runtime_new(%s): %s", fl->config,
@@ -249,6 +253,19 @@ static inline void bench_run_task(struct fut_runtime *rt,
                 fut_strerror(j.result));
     fut_drop(&j.base);
     bench_print_stats(rt);
+}
+
+/* The RESULT config of an I/O benchmark on 'rt': the flavor's config
+ * ('config'), with "_uring" appended when the runtime runs on io_uring -
+ * the names of the server rows (bench/README.md): current_thread is
+ * epoll, current_thread_uring io_uring. Written into 'buf' ('n' bytes). */
+static inline const char *bench_io_config(struct fut_runtime *rt,
+                                          const char *config, char *buf,
+                                          size_t n)
+{
+    int uring = strcmp(fut_runtime_backend(rt), "io_uring") == 0;
+    snprintf(buf, n, "%s%s", config, uring ? "_uring" : "");
+    return buf;
 }
 
 /* bench_fanout: a future that spawns 'n' tasks - spawn(arg, i, &h[i])

@@ -381,7 +381,9 @@ go_procs() { case "$1" in ct | mt1) echo 1 ;; *) echo 2 ;; esac; }
 
 # ------------------------------------------------------------- client rows
 # curl_get, hiredis_get (issue 32): fut's adapter program (bench_curl,
-# bench_hiredis: '<prog> bench <name> ct') and its reference program
+# bench_hiredis: '<prog> bench <name> ct'), once with FUT_IO_BACKEND=epoll
+# (config=current_thread) and once with io_uring (current_thread_uring; a
+# build or kernel without it: exit 77, skipped), then its reference program
 # (curl_multi_poll: libcurl's curl_multi_poll loop; hiredis_libuv: hiredis
 # on libuv), each a fresh process, against ONE server process started
 # here for the pair (nginx from srv_nginx's config, or redis-server with
@@ -389,7 +391,7 @@ go_procs() { case "$1" in ct | mt1) echo 1 ;; *) echo 2 ;; esac; }
 # client's CPU per operation (bench/client.h); each line carries the
 # 1-minute load average read at the end of its timed part (load1=).
 client_rows() {
-    local b=$1 srv ref peer cfg fl
+    local b=$1 srv ref peer cfg fl be
     case "$b" in
     curl_get) srv=srv_nginx ref=curl_multi_poll peer=curl cfg=multi_poll ;;
     hiredis_get) srv=srv_redis ref=hiredis_libuv peer=hiredis cfg=libuv ;;
@@ -400,8 +402,10 @@ client_rows() {
     fi
     for fl in $(fut_flavors "$b"); do
         [ -z "${FLAVORS:-}" ] || has " $FLAVORS " "$fl" || continue
-        # shellcheck disable=SC2046 # the command is a word list
-        run_bench env BENCH_PORT="$SRV_PORT" $(fut_cmd "$b" "$fl")
+        for be in epoll io_uring; do
+            # shellcheck disable=SC2046 # the command is a word list
+            run_bench env BENCH_PORT="$SRV_PORT" FUT_IO_BACKEND=$be $(fut_cmd "$b" "$fl")
+        done
     done
     if [ -x "$BUILD/bench/$ref" ]; then
         run_bench env BENCH_PORT="$SRV_PORT" "$BUILD/bench/$ref"
