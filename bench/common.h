@@ -194,11 +194,15 @@ bench_runtime_new(const struct bench_flavor *fl)
 {
     struct fut_runtime *rt = NULL;
     int r = bench_runtime_try(fl, &rt);
-    if (r == FUT_EINVAL) {
+    if (r == FUT_EINVAL || r == FUT_ENOSYS || r == FUT_EPERM) {
+        /* FUT_ENOSYS / FUT_EPERM: the I/O backend FUT_IO_BACKEND asks
+         * for cannot be had here (io_uring: the build or the kernel) */
         fprintf(stderr,
                 "bench: unsupported: config %s (fut_runtime_new: %s): this "
-                "build of fut has no such runtime\n",
-                fl->config, fut_err_name(r));
+                "build of fut has no such runtime%s%s\n",
+                fl->config, fut_err_name(r),
+                r == FUT_EINVAL ? "" : " or I/O backend: ",
+                r == FUT_EINVAL ? "" : fut_io_backend_error());
         exit(BENCH_EXIT_SKIP);
     }
     BENCH_CHECK(r == 0, "fut_runtime_new(%s): %s", fl->config,
@@ -249,6 +253,75 @@ static inline void bench_run_task(struct fut_runtime *rt,
                 fut_strerror(j.result));
     fut_drop(&j.base);
     bench_print_stats(rt);
+}
+
+/* The RESULT config of an I/O benchmark on 'rt': the flavor's config
+ * ('config'), with "_uring" appended when the runtime runs on io_uring -
+ * the names of the server rows (bench/README.md): current_thread is
+ * epoll, current_thread_uring io_uring. Written into 'buf' ('n' bytes). */
+static inline const char *bench_io_config(struct fut_runtime *rt,
+                                          const char *config, char *buf,
+                                          size_t n)
+{
+    int uring = strcmp(fut_runtime_backend(rt), "io_uring") == 0;
+    snprintf(buf, n, "%s%s", config, uring ? "_uring" : "");
+    return buf;
+}
+
+/* bench_fanout: a future that spawns 'n' tasks - spawn(arg, i, &h[i])
+ * makes the i-th and spawns it with join handle h[i] (failing the
+ * benchmark itself if it cannot) - then awaits their handles in order;
+ * each must complete (a cancelled one fails the benchmark, named by
+ * 'what'). 'h' holds 'n' handles and outlives the future. */
+struct bench_fanout {
+    struct fut_future base;
+    const char *what;
+    void (*spawn)(void *arg, int i, struct fut_join *h);
+    void *arg;
+    struct fut_join *h;
+    int n;
+    int k; /* the next handle to await */
+};
+
+static inline int bench_fanout_poll(struct fut_future *f,
+                                    struct fut_context *cx)
+{
+    struct bench_fanout *p = (struct bench_fanout *)f;
+    FUT_BEGIN(f);
+    for (int i = 0; i < p->n; i++)
+        p->spawn(p->arg, i, &p->h[i]);
+    for (p->k = 0; p->k < p->n; p->k++) {
+        FUT_AWAIT(f, &p->h[p->k]);
+        BENCH_CHECK(p->h[p->k].result == 0, "%s: a task was cancelled",
+                    p->what);
+    }
+    FUT_END(f);
+}
+
+/* Drop: the awaited handle (fut_async_drop) and the ones not reached. */
+static inline void bench_fanout_drop(struct fut_future *f)
+{
+    struct bench_fanout *p = (struct bench_fanout *)f;
+    fut_async_drop(f);
+    if (f->resume != 0 && f->resume != UINT32_MAX)
+        for (int i = p->k + 1; i < p->n; i++)
+            fut_drop(&p->h[i].base);
+}
+
+static inline void bench_fanout_init(struct bench_fanout *p, const char *what,
+                                     void (*spawn)(void *, int,
+                                                   struct fut_join *),
+                                     void *arg, struct fut_join *h, int n)
+{
+    static const struct fut_future_vtable vt = {
+        bench_fanout_poll, bench_fanout_drop, "bench_fanout", 0};
+    fut_future_init(&p->base, &vt);
+    p->what = what;
+    p->spawn = spawn;
+    p->arg = arg;
+    p->h = h;
+    p->n = n;
+    p->k = 0;
 }
 
 /* ---------------------------------------------------------------- main */

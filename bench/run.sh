@@ -11,6 +11,10 @@
 # and the stderr of every process in bench/results/<stamp>.log.
 #
 #   bench/run.sh                        REPS=3, everything fut has
+#   ONLY='^(curl_get|hiredis_get)$'     the client benchmarks (issue 32):
+#                                       fut's libcurl and hiredis adapters
+#                                       against libcurl's curl_multi_poll
+#                                       loop and hiredis on libuv
 #   REPS=5 bench/run.sh
 #   ONLY='spawn|oneshot' bench/run.sh   regex on benchmark names
 #   NO_WRK=1                            skip http_wrk
@@ -79,9 +83,14 @@ note() { echo "# $*" >>"$OUT"; say "$*"; }
 # What the benchmarks use beyond the peers' packages (peers/setup.sh, below):
 # nginx-light (http_wrk's nginx row), wrk, strace and perf (linux-perf: the
 # syscall counts), valgrind (bench/callgrind_echo.sh), ss (iproute2: whose
-# port is whose), liburing-dev (fut's io_uring backend, found at configure).
+# port is whose), liburing-dev (fut's io_uring backend, found at configure);
+# the client benchmarks (curl_get, hiredis_get): libcurl4-openssl-dev and
+# libhiredis-dev (fut's adapters and their references), libuv1-dev
+# (hiredis_get's reference, bench/hiredis_libuv.c), redis-server (its
+# server; curl_get's is nginx).
 # Installed when missing, as root; nothing is done when all are there.
-BENCH_DEBS="nginx-light wrk strace linux-perf valgrind iproute2 liburing-dev"
+BENCH_DEBS="nginx-light wrk strace linux-perf valgrind iproute2 liburing-dev
+libcurl4-openssl-dev libhiredis-dev libuv1-dev redis-server"
 missing_debs() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
 MISSING_DEBS=$(missing_debs $BENCH_DEBS | tr '\n' ' ')
 if [ -n "${MISSING_DEBS// /}" ] && [ "$(id -u)" != 0 ]; then
@@ -154,6 +163,7 @@ ORDER="spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local
 mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join
 mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk"
 SERVER_BENCHES=" tcp_echo tcp_echo_1k http_wrk "
+CLIENT_BENCHES=" curl_get hiredis_get "
 TOKIO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join mutex_contended "
 GO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot xthread_wake "
 
@@ -369,11 +379,51 @@ server_args() { case "$1" in mt1) echo --workers 1 ;; mt2) echo --workers 2 ;; e
 cfg_of() { case "$1" in ct) echo current_thread ;; mt1) echo multi_thread_w1 ;; mt2) echo multi_thread_w2 ;; esac; }
 go_procs() { case "$1" in ct | mt1) echo 1 ;; *) echo 2 ;; esac; }
 
+# ------------------------------------------------------------- client rows
+# curl_get, hiredis_get (issue 32): fut's adapter program (bench_curl,
+# bench_hiredis: '<prog> bench <name> ct'), once with FUT_IO_BACKEND=epoll
+# (config=current_thread) and once with io_uring (current_thread_uring; a
+# build or kernel without it: exit 77, skipped), then its reference program
+# (curl_multi_poll: libcurl's curl_multi_poll loop; hiredis_libuv: hiredis
+# on libuv), each a fresh process, against ONE server process started
+# here for the pair (nginx from srv_nginx's config, or redis-server with
+# no persistence: srv_redis), its port in BENCH_PORT. The figure is the
+# client's CPU per operation (bench/client.h); each line carries the
+# 1-minute load average read at the end of its timed part (load1=).
+client_rows() {
+    local b=$1 srv ref peer cfg fl be
+    case "$b" in
+    curl_get) srv=srv_nginx ref=curl_multi_poll peer=curl cfg=multi_poll ;;
+    hiredis_get) srv=srv_redis ref=hiredis_libuv peer=hiredis cfg=libuv ;;
+    esac
+    if ! srv_start probe 10 "$srv"; then
+        skip_row "$b" fut current_thread "the server did not start: $SRV_NOTE"
+        return
+    fi
+    for fl in $(fut_flavors "$b"); do
+        [ -z "${FLAVORS:-}" ] || has " $FLAVORS " "$fl" || continue
+        for be in epoll io_uring; do
+            # shellcheck disable=SC2046 # the command is a word list
+            run_bench env BENCH_PORT="$SRV_PORT" FUT_IO_BACKEND=$be $(fut_cmd "$b" "$fl")
+        done
+    done
+    if [ -x "$BUILD/bench/$ref" ]; then
+        run_bench env BENCH_PORT="$SRV_PORT" "$BUILD/bench/$ref"
+    else
+        skip_row "$b" "$peer" "$cfg" "$BUILD/bench/$ref was not built"
+    fi
+    srv_stop
+}
+
 # run_one BENCH: fut's rows of BENCH, each followed by its reference rows.
 run_one() {
     local b=$1 fl
     if has "$SERVER_BENCHES" "$b"; then
         server_rows "$b"
+        return
+    fi
+    if has "$CLIENT_BENCHES" "$b"; then
+        client_rows "$b"
         return
     fi
     for fl in $(fut_flavors "$b"); do

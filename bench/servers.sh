@@ -3,7 +3,8 @@
 # Server rows' machinery, sourced by bench/run.sh and bench/callgrind_echo.sh
 # (bash; not run by itself): start a server on a loopback port that is its
 # own, drive it with the peers' loadgen or wrk, read its CPU, count the
-# syscalls its threads enter, stop it; and nginx's generated config.
+# syscalls its threads enter, stop it; nginx's generated config and
+# redis-server's command line (the client rows of run.sh).
 #
 # The caller sets LOG (a file: every server's stdout and stderr are appended
 # to it), LOADGEN (the peers' loadgen) and WRK_SECS, and removes SRV_TMP at
@@ -298,4 +299,12 @@ http {
 }
 EOF
     exec nginx -p "$d" -c "$d/nginx.conf" -e stderr
+}
+
+# ------------------------------------------------------------------ redis
+# srv_redis PORT: redis-server in the foreground on 127.0.0.1:PORT, no
+# persistence (--save '', no AOF): hiredis_get's server (bench/run.sh's
+# client rows), as bench/redis.sh runs it.
+srv_redis() {
+    exec redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no
 }

@@ -27,6 +27,12 @@ peer in the same config (current_thread, multi_thread_w2), except:
                       (bench/targets.txt), else Tokio and libuv (and
                       nginx for http_wrk). A target whose fut row was
                       not run shows the SKIP note run.sh wrote.
+  clients             curl_get, hiredis_get (issue 32): the value is the
+                      client's CPU per operation (lower is better)
+                      against the reference program on the same library
+                      (CLIENT_REFS: curl multi_poll, hiredis libuv); a
+                      second row without a target compares the rates
+                      (transfers/s, commands/s)
 plus the secondary checks the issues ask for (mpsc against Go's channels,
 timers' peak RSS against libuv's, idle-task bytes minus the future's own
 size). A fut row with 'versus' or 'absolute' targets (the fiber benchmarks,
@@ -49,7 +55,8 @@ ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
          "oneshot_local", "mpsc_1p1c", "mpsc_4p1c", "timers",
          "idle_task_pending", "idle_task_oneshot", "scope_join",
          "mutex_contended", "xthread_wake", "fiber_yield", "fiber_spawn",
-         "idle_fiber", "tcp_echo", "tcp_echo_1k", "http_wrk"]
+         "idle_fiber", "tcp_echo", "tcp_echo_1k", "http_wrk", "curl_get",
+         "hiredis_get"]
 
 RATE_UNITS = ("roundtrips/s", "req/s")
 SERVER_BENCHES = ("tcp_echo", "tcp_echo_1k", "http_wrk")
@@ -63,6 +70,13 @@ SERVER_CHECKS = (("rate", "value", None, False),
                  ("syscalls", "server_syscalls_per_op", "syscalls/op", True))
 
 CT, MT2 = "current_thread", "multi_thread_w2"
+
+# The client benchmarks (issue 32): the reference (peer, config) of fut's
+# rows, and the rate field each line carries (bench/client.h).
+CLIENT_REFS = {"curl_get": ("curl", "multi_poll"),
+               "hiredis_get": ("hiredis", "libuv")}
+CLIENT_RATE = {"curl_get": ("transfers_per_s", "transfers/s"),
+               "hiredis_get": ("commands_per_s", "commands/s")}
 
 
 def load_targets(path):
@@ -116,6 +130,9 @@ SERVER_EXTRA = ["p50_us", "p99_us", "server_cpu_us_per_op",
                 "server_user_us_per_op", "server_syscalls_per_op"]
 for _b in SERVER_BENCHES:
     EXTRA[_b] = SERVER_EXTRA
+for _b, (_f, _) in CLIENT_RATE.items():
+    EXTRA[_b] = [_f, "user_ms", "sys_ms", "wall_ms", "load1", "maxrss_kb"] + \
+        (["new_conns"] if _b == "curl_get" else [])
 DEFAULT_EXTRA = ["cpu_ns_per_op", "maxrss_kb"]
 
 
@@ -200,6 +217,9 @@ def reference(rows, bench, config):
         return ("c_baseline futex", rows.get(k))
     if bench in SERVER_BENCHES:
         return best_peer(rows, bench, SERVER_PEERS[bench], "value", False)
+    if bench in CLIENT_REFS:
+        peer, cfg = CLIENT_REFS[bench]
+        return (f"{peer} {cfg}", rows.get((bench, peer, cfg)))
     return (f"tokio {config}", rows.get((bench, "tokio", config)))
 
 
@@ -285,6 +305,11 @@ def ratio_rows(rows):
         target = RATIO_TARGETS.get((bench, config))
         out.append(check_row(bench, config, unit, cell(runs), fm, label,
                              ref, target, rate, fut_runs=runs))
+        if bench in CLIENT_RATE:
+            field, shown = CLIENT_RATE[bench]
+            out.append(check_row(bench, config, shown, cell(runs, field),
+                                 median(runs, field), label, ref, None, True,
+                                 field=field, fut_runs=runs))
         if bench.startswith("mpsc_") and config in GO_CONFIG:
             go = rows.get((bench, "go", GO_CONFIG[config]))
             out.append(check_row(bench, config, unit, cell(runs), fm,
