@@ -10,6 +10,14 @@
 #
 #   bench/callgrind_echo.sh              N1=20000 N2=100000 round trips
 #   N1=10000 N2=50000 bench/callgrind_echo.sh
+#   MODE=http bench/callgrind_echo.sh    HTTP requests instead (N1=5000
+#                                        N2=25000 by default)
+#
+# MODE=http: instructions per HTTP/1.1 keep-alive request (wrk's shape:
+# 50 connections, one request in flight on each) for fut's http_hello
+# (the example: full head parse, limits, deadlines), the floor's http mode
+# and the libuv peer's http-server, each driven by bench/http_count (an
+# exact request count: wrk runs for a time, not a count).
 #
 # Each server runs under `valgrind --tool=callgrind` twice, in a fresh
 # process each time, driven by the peers' loadgen (50 connections, 64-byte
@@ -31,8 +39,12 @@ set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
-N1=${N1:-20000}
-N2=${N2:-100000}
+MODE=${MODE:-echo}
+case $MODE in
+echo) N1=${N1:-20000} N2=${N2:-100000} ;;
+http) N1=${N1:-5000} N2=${N2:-25000} ;;
+*) echo "callgrind_echo.sh: MODE is echo or http" >&2; exit 2 ;;
+esac
 TOP=${TOP:-25}
 BUILD=${BUILD_DIR:-$ROOT/build-bench-prof}
 PEERS_SRC=${PEERS_SRC:-$ROOT/../shared/peers}
@@ -62,8 +74,9 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_C_FLAGS_RELEASE=-O2 -g -DNDEBUG" -DFUT_DEBUG_CHECKS=OFF \
     -DFUT_BUILD_TESTS=OFF -DFUT_BUILD_MC=OFF -DFUT_BUILD_EXAMPLES=ON \
     -DFUT_BUILD_BENCH=ON -DFUT_LTO="${FUT_LTO:-ON}" >>"$LOG" 2>&1 &&
-    cmake --build "$BUILD" --target echo_server echo_min >>"$LOG" 2>&1 ||
-    die "building echo_server and echo_min failed (see $LOG)"
+    cmake --build "$BUILD" --target echo_server echo_min http_hello \
+        http_count >>"$LOG" 2>&1 ||
+    die "building echo_server, echo_min, http_hello and http_count failed (see $LOG)"
 say "== build the peers' loadgen, libuv server and floor ($PEERS)"
 mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
     die "cannot copy the peers to $PEERS"
@@ -87,8 +100,11 @@ measure() {
     srv_start "$mode" 60 env FUT_IO_BACKEND=epoll \
         valgrind --tool=callgrind --callgrind-out-file="$f" "$@" ||
         die "$name did not start under valgrind: $SRV_NOTE"
-    srv_load_echo "$SRV_PORT" "$name" callgrind 50 "$n" tcp_echo >>"$LOG" ||
-        die "the load against $name failed (see $LOG)"
+    if [ "$MODE" = http ]; then
+        "$BUILD/bench/http_count" "$SRV_PORT" 50 "$n" >>"$LOG" 2>&1
+    else
+        srv_load_echo "$SRV_PORT" "$name" callgrind 50 "$n" tcp_echo >>"$LOG"
+    fi || die "the load against $name failed (see $LOG)"
     srv_stop
     [ -s "$f" ] || die "no callgrind output from $name (see $LOG)"
     echo "$f"
@@ -118,7 +134,8 @@ total_ir() {
         awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
 }
 
-# report NAME FILE1 FILE2: Ir per round trip and the top functions.
+# report NAME FILE1 FILE2: Ir per round trip (or request) and the top
+# functions.
 report() {
     local name=$1 f1=$2 f2=$3 t1 t2
     t1=$(total_ir "$f1")
@@ -139,6 +156,26 @@ report() {
     echo
 }
 
+if [ "$MODE" = http ]; then
+    FUT1=$(measure fut_http_hello print "$N1" "$BUILD/examples/http_hello") || exit 1
+    FUT2=$(measure fut_http_hello print "$N2" "$BUILD/examples/http_hello") || exit 1
+    FL1=$(measure floor probe "$N1" "$PEERS/baseline_c/floor" epoll http) || exit 1
+    FL2=$(measure floor probe "$N2" "$PEERS/baseline_c/floor" epoll http) || exit 1
+    UV1=$(measure libuv probe "$N1" "$PEERS/libuv/uvbench" http-server) || exit 1
+    UV2=$(measure libuv probe "$N2" "$PEERS/libuv/uvbench" http-server) || exit 1
+    {
+        echo "# callgrind_echo.sh MODE=http $STAMP: N1=$N1 N2=$N2 requests," \
+            "50 keep-alive connections (bench/http_count);" \
+            "fut $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
+            "$(lscpu | sed -n 's/^Model name: *//p')"
+        echo
+        report "fut http_hello (epoll, current_thread)" "$FUT1" "$FUT2"
+        report "floor http (epoll, hand-written)" "$FL1" "$FL2"
+        report "libuv http-server (default loop)" "$UV1" "$UV2"
+    } | sed 's/per round trip/per request/' | tee "$OUT"
+    say "== written: $OUT (callgrind files: $RES/callgrind-$STAMP-*.out)"
+    exit 0
+fi
 FUT1=$(measure fut_echo_server print "$N1" "$BUILD/examples/echo_server") || exit 1
 FUT2=$(measure fut_echo_server print "$N2" "$BUILD/examples/echo_server") || exit 1
 MIN1=$(measure fut_echo_min print "$N1" "$BUILD/bench/echo_min") || exit 1
