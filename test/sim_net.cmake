@@ -1,3 +1,3 @@
 # SPDX-License-Identifier: MIT
 fut_check_test(sim_net CASES echo_same_seed echo_seeds_differ latency refused
-  reset partition)
+  reset partition closes teardown)

@@ -23,6 +23,9 @@ int fut_sim_host_new(struct fut_runtime *rt, const char *addr,
 {
     FUT_ARG_CHECK(out, "'out' is NULL");
     *out = NULL;
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK(addr, "'addr' is NULL");
+    FUT_RT_LIVE(rt);
     struct fut__backend *n = net_of(rt);
     if (!n)
         return FUT_EINVAL;
@@ -114,8 +117,11 @@ int fut_sim_heal(struct fut_sim_host *a, struct fut_sim_host *b)
 int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
                     struct fut_sim_host *b, int64_t min_ns, int64_t max_ns)
 {
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK((!a) == (!b), "only one of 'a' and 'b' is NULL");
+    FUT_RT_LIVE(rt);
     struct fut__backend *n = net_of(rt);
-    if (!n || min_ns < 0 || max_ns < min_ns || (!a) != (!b))
+    if (!n || min_ns < 0 || max_ns < min_ns)
         return FUT_EINVAL;
     if (a && (pair_check(a, b) || fut__simnet_of(a) != n))
         return FUT_EINVAL;
