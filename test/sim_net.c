@@ -239,6 +239,12 @@ START_TEST(echo_same_seed)
     ASSERT_TRUE(r0.steps > 200);
     ASSERT_TRUE(r0.virtual_ns > 0);
     ASSERT_EQ(w.handled, CLIENTS);
+    /* FUT_SIM_CHECK's second run follows the first step by step. */
+    setenv("FUT_SIM_CHECK", "1", 1);
+    struct fut_sim_report rc = echo_once(42, &w);
+    unsetenv("FUT_SIM_CHECK");
+    ASSERT_EQ(rc.leak_step, 0);
+    ASSERT_EQ(rc.trace, r0.trace);
     for (int i = 1; i < TEST_ITERS(100, 20); i++) {
         struct fut_sim_report r = echo_once(42, &w);
         ck_assert_msg(r.trace == r0.trace && r.steps == r0.steps &&

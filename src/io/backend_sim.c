@@ -16,7 +16,13 @@
  * Rules:
  *   - one thread: the simulation's. Only the fd table (fd -> endpoint,
  *     for the hook, which sees an fd number) is shared by every
- *     simulation of the process, under 'table_lock';
+ *     simulation of the process, under 'table_lock'. An entry lives
+ *     exactly while its placeholder fd is open by us (removed before the
+ *     placeholder's close; at the network's free, entries go and the
+ *     placeholders stay open for the handles that still hold them), so a
+ *     number in the table is never another thread's fd: a caller on
+ *     another thread that reads 'table_live' stale finds nothing either
+ *     way;
  *   - every segment (SYN, SYN-ACK, data, FIN, RST) goes into the queue of
  *     its direction (the receiving endpoint's 'inq'; a SYN into its
  *     sender's 'synq') with its delivery time: the send's virtual time
