@@ -26,6 +26,7 @@ struct world {
     uint64_t order; /* the order in which handlers finished */
     struct fut_join hj[CLIENTS];
     int nh;
+    int chaos; /* the chaos case: errors expected, handlers detached */
 };
 
 /* The byte 'i' of round 'k' of client 'id': every message differs. */
@@ -56,9 +57,12 @@ static int handler_poll(struct fut_future *f, struct fut_context *cx)
         h->w->bytes += (int)h->rd.result;
         fut_io_write_all_init(&h->wa, h->conn, h->buf, (size_t)h->rd.result);
         FUT_AWAIT(f, &h->wa);
+        if (h->w->chaos && h->wa.result < 0)
+            break;
         ck_assert_int_eq(h->wa.result, h->rd.result);
     }
-    ck_assert_int_eq(h->rd.result, 0); /* the client's close: EOF */
+    if (!h->w->chaos)
+        ck_assert_int_eq(h->rd.result, 0); /* the client's close: EOF */
     fut_io_close(h->conn);
     h->conn = NULL;
     h->w->handled++;
@@ -101,7 +105,8 @@ static int server_poll(struct fut_future *f, struct fut_context *cx)
         h.w = s->w;
         h.conn = s->a.conn;
         h.id = s->w->nh;
-        ck_assert_int_eq(fut_spawn(NULL, &h, sizeof h, &s->w->hj[s->w->nh]),
+        ck_assert_int_eq(fut_spawn(NULL, &h, sizeof h,
+                                   s->w->chaos ? NULL : &s->w->hj[s->w->nh]),
                          0);
         s->w->nh++;
     }
@@ -800,6 +805,202 @@ START_TEST(teardown)
 }
 END_TEST
 
+/* -------------------------------------------------------------- chaos */
+
+/* Many seeds of clients talking to the echo server while a chaos task
+ * partitions and heals links and resets connections at seeded times:
+ * whatever happens, what a client reads back is exactly a prefix of
+ * what it sent (nothing lost in the middle, duplicated, reordered or
+ * corrupted), every wait ends (timeouts in virtual time, no deadlock),
+ * and nothing leaks. */
+enum { CCLIENTS = 6 };
+
+struct chaos_client {
+    struct fut_future base;
+    struct world *w;
+    struct fut_io **slot; /* published while connected, for resets */
+    int id, k;
+    struct fut_connect c;
+    struct fut_io *io;
+    size_t len, got;
+    unsigned char out[MAXMSG], in[MAXMSG];
+    struct fut_io_write_all wa;
+    struct fut_io_read rd;
+    struct fut_timeout to;
+    int *fails;
+};
+
+static int chaos_client_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct chaos_client *c = (struct chaos_client *)f;
+    FUT_BEGIN(f);
+    fut_tcp_connect_init(&c->c, (struct sockaddr *)&c->w->srv, c->w->srvlen,
+                         fut_time_now() + 2000 * MS);
+    FUT_AWAIT(f, &c->c);
+    if (c->c.result != 0) {
+        ck_assert_int_eq(c->c.result, FUT_ETIMEDOUT);
+        (*c->fails)++;
+        FUT_RETURN(f);
+    }
+    c->io = c->c.conn;
+    *c->slot = c->io;
+    for (c->k = 0; c->k < ROUNDS; c->k++) {
+        c->len = 1 + (size_t)(fut_sim_random() % MAXMSG);
+        for (size_t i = 0; i < c->len; i++)
+            c->out[i] = pattern(c->id, c->k, i);
+        fut_io_write_all_init(&c->wa, c->io, c->out, c->len);
+        FUT_AWAIT(f, &c->wa);
+        if (c->wa.result < 0)
+            break;
+        for (c->got = 0; c->got < c->len; c->got += (size_t)c->rd.result) {
+            fut_io_read_init(&c->rd, c->io, c->in + c->got, c->len - c->got);
+            fut_timeout_init(&c->to, &c->rd.base, fut_time_now() + 3000 * MS);
+            FUT_AWAIT(f, &c->to);
+            if (c->to.result != 0 || c->rd.result <= 0)
+                break;
+        }
+        /* The invariant: what came back is what went out, so far. */
+        ck_assert_msg(memcmp(c->in, c->out, c->got) == 0,
+                      "client %d round %d: echo differs", c->id, c->k);
+        if (c->got < c->len)
+            break;
+        c->w->echoed_ok++;
+    }
+    if (c->k < ROUNDS)
+        (*c->fails)++;
+    *c->slot = NULL;
+    fut_io_close(c->io);
+    c->io = NULL;
+    FUT_END(f);
+}
+
+static void chaos_client_cleanup(struct fut_future *f)
+{
+    struct chaos_client *c = (struct chaos_client *)f;
+    if (c->io) {
+        *c->slot = NULL;
+        fut_io_close(c->io);
+    }
+}
+FUT_ASYNC_VTABLE(chaos_client_vt, "chaos_client", chaos_client_poll,
+                 chaos_client_cleanup);
+
+struct monkey {
+    struct fut_future base;
+    struct fut_sim_host *srv, **cl;
+    struct fut_io **slots;
+    int i, who, what, *stop, *resets, *cuts;
+    struct fut_sleep s;
+};
+
+static int monkey_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct monkey *m = (struct monkey *)f;
+    FUT_BEGIN(f);
+    for (m->i = 0; m->i < 12 && !*m->stop; m->i++) {
+        fut_sleep_init(&m->s, (int64_t)(1 + fut_sim_random() % 40) * MS);
+        FUT_AWAIT(f, &m->s);
+        /* (no switch around an await: the async macros own it) */
+        m->who = (int)(fut_sim_random() % CCLIENTS);
+        m->what = (int)(fut_sim_random() % 3);
+        if (m->what == 0 && m->slots[m->who] &&
+            fut_sim_reset(m->slots[m->who]) == 0)
+            (*m->resets)++;
+        if (m->what == 1) {
+            ck_assert_int_eq(fut_sim_partition(m->srv, m->cl[m->who]), 0);
+            (*m->cuts)++;
+            fut_sleep_init(&m->s,
+                           (int64_t)(1 + fut_sim_random() % 1500) * MS);
+            FUT_AWAIT(f, &m->s);
+            ck_assert_int_eq(fut_sim_heal(m->srv, m->cl[m->who]), 0);
+        }
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(monkey_vt, "monkey", monkey_poll, NULL);
+
+struct chaos_stats {
+    int fails, resets, cuts, ok;
+};
+
+static int chaos_run(struct fut_runtime *rt, void *ud)
+{
+    struct chaos_stats *st = ud;
+    struct world w;
+    memset(&w, 0, sizeof w);
+    w.chaos = 1;
+    struct fut_io *slots[CCLIENTS];
+    memset(slots, 0, sizeof slots);
+    int stop = 0;
+    struct fut_sim_host *sh, *ch[CCLIENTS];
+    ck_assert_int_eq(fut_sim_host_new(rt, "10.0.0.1", &sh), 0);
+    ck_assert_int_eq(fut_addr_parse("10.0.0.1", 7000, &w.srv, &w.srvlen), 0);
+    struct server s;
+    memset(&s, 0, sizeof s);
+    fut_future_init(&s.base, &server_vt);
+    s.w = &w;
+    s.n = CCLIENTS;
+    ck_assert_int_eq(fut_sim_spawn_on(sh, &s, sizeof s, NULL), 0);
+    struct fut_join cj[CCLIENTS], mj;
+    for (int i = 0; i < CCLIENTS; i++) {
+        char addr[32];
+        snprintf(addr, sizeof addr, "10.0.2.%d", i + 1);
+        ck_assert_int_eq(fut_sim_host_new(rt, addr, &ch[i]), 0);
+        struct chaos_client c;
+        memset(&c, 0, sizeof c);
+        fut_future_init(&c.base, &chaos_client_vt);
+        c.w = &w;
+        c.id = i;
+        c.slot = &slots[i];
+        c.fails = &st->fails;
+        ck_assert_int_eq(fut_sim_spawn_on(ch[i], &c, sizeof c, &cj[i]), 0);
+    }
+    struct monkey m;
+    memset(&m, 0, sizeof m);
+    fut_future_init(&m.base, &monkey_vt);
+    m.srv = sh;
+    m.cl = ch;
+    m.slots = slots;
+    m.stop = &stop;
+    m.resets = &st->resets;
+    m.cuts = &st->cuts;
+    ck_assert_int_eq(fut_spawn(rt, &m, sizeof m, &mj), 0);
+    int r = 0;
+    for (int i = 0; i < CCLIENTS; i++) {
+        int b = fut_block_on(rt, &cj[i].base);
+        if (b || cj[i].result)
+            r = b ? b : cj[i].result;
+        fut_drop(&cj[i].base);
+    }
+    stop = 1;
+    int b = fut_block_on(rt, &mj.base);
+    if (b)
+        r = b;
+    fut_drop(&mj.base);
+    st->ok += w.echoed_ok;
+    return r; /* the server and the handlers go with the runtime */
+}
+
+START_TEST(chaos)
+{
+    unsetenv("FUT_SIM_SEED");
+    struct chaos_stats st;
+    memset(&st, 0, sizeof st);
+    int seeds = TEST_ITERS(300, 60);
+    for (int seed = 1; seed <= seeds; seed++)
+        ASSERT_EQ(fut_sim_run(NULL, (uint64_t)seed, chaos_run, &st, NULL), 0);
+    fprintf(stderr,
+            "chaos: %d seeds: resets %d cuts %d failed clients %d "
+            "echoes %d\n",
+            seeds, st.resets, st.cuts, st.fails, st.ok);
+    /* The faults happened, and so did plenty of good exchanges. */
+    ck_assert_msg(st.resets > seeds / 4 && st.cuts > seeds / 2 &&
+                      st.fails > seeds / 4 && st.ok > seeds * CCLIENTS,
+                  "resets %d cuts %d failed clients %d echoes %d", st.resets,
+                  st.cuts, st.fails, st.ok);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim_net");
@@ -819,5 +1020,7 @@ int main(void)
     tcase_add_test(tc, closes);
     tc = fut_test_tcase(s, "teardown");
     tcase_add_test(tc, teardown);
+    tc = fut_test_tcase(s, "chaos");
+    tcase_add_test(tc, chaos);
     return fut_test_run(s);
 }
