@@ -60,70 +60,81 @@ enum { ST_NEW, ST_CONNECTING, ST_OPEN, ST_DEAD };
 
 struct ep;
 
+/* A segment in flight. */
 struct seg {
-    struct seg *next;
-    int64_t at; /* virtual delivery time */
-    int kind;
-    struct ep *from, *to; /* SYN: 'to' NULL, 'dst'/'dport' name it */
-    struct fut_sim_host *src, *dst;
-    int dport;
-    size_t len;
+    struct seg *next;     /* the next of its direction's queue */
+    int64_t at;           /* virtual delivery time (ns since the start) */
+    int kind;             /* SEG_* */
+    struct ep *from, *to; /* SYN: 'to' NULL, 'dst'/'dport' name it;
+                             a refusal's RST: 'from' NULL */
+    struct fut_sim_host *src, *dst; /* the link (partitions, latency) */
+    int dport;                      /* SYN: the port connected to */
+    size_t len;                     /* DATA: bytes in 'data' */
     char data[];
 };
 
+/* One direction's segments, in delivery order. */
 struct queue {
     struct seg *head, *tail;
 };
 
 struct fut_sim_host {
-    struct fut_sim_host *next;
-    struct fut__backend *net;
-    struct fut_runtime *rt; /* fut_sim_host_new's (NULL: the default) */
-    int family;
-    unsigned char addr[16];
-    int next_port;
+    struct fut_sim_host *next; /* net->hosts, creation order */
+    struct fut__backend *net;  /* its network */
+    struct fut_runtime *rt;    /* fut_sim_host_new's (NULL: the default) */
+    int family;                /* AF_INET or AF_INET6 */
+    unsigned char addr[16];    /* its address (4 bytes for IPv4) */
+    int next_port;             /* the next ephemeral port */
 };
 
+/* A socket: a listener, or one end of a connection. */
 struct ep {
     struct ep *next; /* net->eps, creation order */
     struct fut__backend *net;
-    struct fut_sim_host *host;
+    struct fut_sim_host *host; /* where it lives */
     int fd;             /* placeholder, -1: none (not accepted, closed) */
     struct fut__io *io; /* the registered handle, or NULL */
-    int listener;
-    int state; /* ST_* */
-    int port;
-    struct fut_sim_host *rhost;
+    int listener;       /* listen() ran */
+    int state;          /* ST_* */
+    int port;           /* local port, 0: not bound yet */
+    struct fut_sim_host *rhost; /* the peer's host and port */
     int rport;
-    struct ep *peer;
-    int closed, rd_eof, rd_shut, wr_shut, err;
-    char *rx; /* bytes arrived, not read: rx[rx_off, rx_len) */
+    struct ep *peer; /* the other end, once the SYN arrived */
+    int closed;      /* the user closed it (the fd is gone) */
+    int rd_eof;      /* the peer's FIN arrived */
+    int rd_shut;     /* shutdown(SHUT_RD) */
+    int wr_shut;     /* FIN sent */
+    int err;         /* errno to report once (SO_ERROR, next op) */
+    char *rx;        /* bytes arrived, not read: rx[rx_off, rx_len) */
     size_t rx_off, rx_len, rx_cap;
     size_t unacked;    /* bytes sent to the peer, not yet read by it */
     struct queue inq;  /* segments toward this endpoint */
     struct queue synq; /* this endpoint's SYN */
-    struct ep *aq_head, *aq_tail, *aq_next; /* listener: to accept */
+    struct ep *aq_head, *aq_tail; /* listener: connections to accept */
+    struct ep *aq_next;           /* in its listener's queue */
 };
 
+/* A pair of hosts: a partition, or a link's latency. */
 struct pair {
     struct pair *next;
     struct fut_sim_host *a, *b;
     int64_t min_ns, max_ns; /* latency (partitions: unused) */
 };
 
+/* The network (the backend's state). */
 struct fut__backend {
-    struct fut__iodrv *d;
+    struct fut__iodrv *d;                /* its driver */
     const struct fut__simnet_clock *clk; /* the driver's (simnet.h) */
-    struct ep *eps, *eps_tail;
-    struct fut_sim_host *hosts;
-    struct fut_sim_host *deflt; /* 127.0.0.1 */
-    struct pair *parts, *lats;
-    int64_t min_ns, max_ns;
-    struct fut__simrng rng; /* outside the simulation's polls */
-    uint32_t tick;
-    struct fut__timer tm;
-    int armed;
-    int64_t armed_at;
+    struct ep *eps, *eps_tail;           /* every endpoint, in order */
+    struct fut_sim_host *hosts;          /* every host, in order */
+    struct fut_sim_host *deflt;          /* 127.0.0.1 */
+    struct pair *parts, *lats;           /* cut links; link latencies */
+    int64_t min_ns, max_ns;              /* the default latency */
+    struct fut__simrng rng; /* draws outside the simulation's polls */
+    uint32_t tick;          /* the readiness word's event tick */
+    struct fut__timer tm;   /* the delivery timer */
+    int armed;              /* 'tm' is armed ... */
+    int64_t armed_at;       /* ... for this time */
 };
 
 _Thread_local struct fut_sim_host *fut__simnet_current;
