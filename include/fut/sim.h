@@ -13,8 +13,11 @@
  * prints each simulation's trace hash, FUT_SIM_CHECK runs each seed twice
  * and names the first step where they differ.
  *
- * Not simulated (yet): a network (fds and sockets are refused with
- * FUT_EINVAL), several workers, faults driven by the seed.
+ * The network is simulated for TCP (below: hosts, latency, partitions,
+ * resets; docs/simulation.md): fut_tcp_* and the stream calls work
+ * unchanged on simulated sockets. Not simulated (yet): UDP and Unix
+ * sockets, pipes and other fds (refused with FUT_EINVAL), several
+ * workers, faults driven by the seed.
  */
 #ifndef FUT_SIM_H
 #define FUT_SIM_H
@@ -41,8 +44,8 @@ struct fut_sim_report {
  * failing seed reruns exactly. 'cfg' as for fut_runtime_new (NULL: the
  * defaults); its flavor must be FUT_RT_CURRENT_THREAD and it must have a
  * driver (no_driver 0); start_paused and io_backend are ignored (the
- * clock is virtual, there is no I/O). Returns 0 with '*out' set (free it
- * with fut_runtime_free, which prints the FUT_SIM_VERBOSE=1 line
+ * clock is virtual, the network simulated). Returns 0 with '*out' set
+ * (free it with fut_runtime_free, which prints the FUT_SIM_VERBOSE=1 line
  * "fut-sim seed=N steps=S virtual_ns=T trace=HEX" on stderr), FUT_EINVAL
  * (a bad or multi-thread config, no driver), FUT_ENOMEM, or the driver's
  * error. Every task must be spawned and run on the thread that calls
@@ -88,6 +91,79 @@ FUT_EXTERN int fut_sim_run(const struct fut_rt_config *cfg, uint64_t seed,
  * program's own random choices. Outside a simulation: 0. Thread: the
  * simulation's. */
 FUT_EXTERN uint64_t fut_sim_random(void);
+
+/* ------------------------------------------------ the simulated network */
+
+/* A simulation has a network of hosts, each with one address, on which
+ * TCP runs in memory and in virtual time: a socket created by a task
+ * belongs to the host the task runs on (fut_sim_spawn_on; else the
+ * default host, 127.0.0.1), a listener or a connect names a host by its
+ * address (127.0.0.1 and ::1: the socket's own host), and every segment
+ * takes a delay drawn from the seed for its link (fut_sim_latency;
+ * default 1 to 3 ms). Streams are reliable and ordered; reads and writes
+ * return partial counts chosen by the seed; a connect to a port nobody
+ * listens on fails with -ECONNREFUSED, to an address no host has with
+ * -ENETUNREACH; a write takes at most 64 KiB not yet read by the peer.
+ * All calls below: on the simulation's thread; their hosts belong to the
+ * runtime and go with it. */
+
+/** A host of a simulation's network (fut_sim_host_new). */
+struct fut_sim_host;
+struct fut_io;
+
+/** Adds a host with the IPv4 or IPv6 address 'addr' (text, e.g.
+ * "10.0.0.1") to the network of simulation runtime 'rt'. Returns 0 with
+ * '*out' set (owned by 'rt'), FUT_EINVAL (not a simulation runtime, not
+ * an address, or the address is taken: 127.0.0.1 is the default host's),
+ * FUT_ENOMEM. */
+FUT_EXTERN int fut_sim_host_new(struct fut_runtime *rt, const char *addr,
+                                struct fut_sim_host **out);
+
+/** fut_spawn on host 'host''s runtime, the task running "on" 'host':
+ * every socket its polls create is one of 'host''s (its listeners bind
+ * there, its connects leave from there). Tasks it spawns run on the
+ * default host unless spawned with this call too. fut_join_output of
+ * the handle is not the future's output (a wrapper's): keep outputs in
+ * memory the future points to. Returns what fut_spawn returns;
+ * FUT_EINVAL when 'host' is NULL. */
+#define fut_sim_spawn_on(host, f, size, join)                                \
+    fut_sim_spawn_on_at((host), FUT_AS_FUTURE(f), (size), (join), __FILE__,  \
+                        __LINE__)
+/** The function behind fut_sim_spawn_on(). */
+FUT_EXTERN int fut_sim_spawn_on_at(struct fut_sim_host *host,
+                                   const struct fut_future *f, size_t size,
+                                   struct fut_join *join, const char *file,
+                                   int line);
+
+/** Cuts the link between hosts 'a' and 'b' (both directions): segments
+ * between them stall (as TCP retransmits) until fut_sim_heal; a connect
+ * across it waits (its deadline or a fut_timeout ends it). Returns 0,
+ * FUT_EINVAL (a NULL host, or hosts of two networks), FUT_ENOMEM. */
+FUT_EXTERN int fut_sim_partition(struct fut_sim_host *a,
+                                 struct fut_sim_host *b);
+
+/** Heals the link between 'a' and 'b': what stalled is delivered again,
+ * each segment after a new delay from now, in order. Returns 0 (also for
+ * a link that was not cut) or FUT_EINVAL (as fut_sim_partition). */
+FUT_EXTERN int fut_sim_heal(struct fut_sim_host *a, struct fut_sim_host *b);
+
+/** Sets the one-way delay of the link between 'a' and 'b' ('a' and 'b'
+ * NULL: of every link without its own setting) of simulation 'rt' to a
+ * value drawn from the seed, uniform in [min_ns, max_ns], per segment.
+ * A direction stays ordered (a segment never overtakes the one before).
+ * Applies to segments sent from now on. Returns 0, FUT_EINVAL (not a
+ * simulation, min_ns < 0, max_ns < min_ns, only one host NULL, a host of
+ * another runtime), FUT_ENOMEM. */
+FUT_EXTERN int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
+                               struct fut_sim_host *b, int64_t min_ns,
+                               int64_t max_ns);
+
+/** Resets the TCP connection of simulated socket 'io' (a fut_io from
+ * fut_tcp_connect or an accept): its own next read or write fails with
+ * -ECONNRESET at once, its peer's after the link's delay (bytes not yet
+ * read are dropped at both ends). Returns 0, or FUT_EINVAL (not a
+ * connected simulated socket, or reset already). */
+FUT_EXTERN int fut_sim_reset(struct fut_io *io);
 
 FUT_END_DECLS
 

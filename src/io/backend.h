@@ -4,14 +4,16 @@
  * An I/O future does not ask "is this fd readable?" but asks the backend
  * for an *operation* (struct fut__op: read, recv, write, send, writev,
  * recvfrom, sendto, accept) and gets READY with the operation's result
- * or PENDING. Two files implement the same table (struct fut__backend_vt):
+ * or PENDING. Three files implement the same table (struct fut__backend_vt):
  *
  *   backend_epoll.c  readiness + syscall: try the syscall, wait for an
  *                    edge-triggered epoll event when it would block (the
  *                    reactor's readiness word, reactor.c);
  *   backend_uring.c  completion: the operation is an SQE on an io_uring,
  *                    its result a CQE; what has no SQE here goes through
- *                    a multishot POLL_ADD into the same readiness word.
+ *                    a multishot POLL_ADD into the same readiness word;
+ *   backend_sim.c    a simulation's network: sockets in memory, segments
+ *                    delivered on the virtual clock (fut/sim.h).
  *
  * The driver (driver.c) picks one at runtime creation and calls it only
  * through this table; the futures (src/net) call fut__io_submit
@@ -150,6 +152,9 @@ struct fut__backend_vt {
 };
 
 extern const struct fut__backend_vt fut__backend_epoll;
+/* A simulation's network (backend_sim.c, fut/sim.h): simulated sockets
+ * served from memory in virtual time; every other fd is refused. */
+extern const struct fut__backend_vt fut__backend_sim;
 #ifdef FUT_HAVE_URING
 extern const struct fut__backend_vt fut__backend_uring;
 /* Probes io_uring: 0 when a ring with the features backend_uring.c uses

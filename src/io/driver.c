@@ -38,6 +38,7 @@
 
 #include "io/driver.h"
 #include "io/io_internal.h"
+#include "io/simnet.h"
 #include "platform/sys.h"
 
 enum { IDLE = 0, PARKED = 1, NOTIFIED = 2 };
@@ -644,12 +645,28 @@ int fut__driver_new_sim(struct fut__sched *s, const struct fut_rt_config *cfg,
 {
     struct fut_rt_config c = *cfg;
     c.start_paused = 1;
-    c.io_backend = FUT_IO_EPOLL; /* no fd registers: only timers run */
+    c.io_backend = FUT_IO_EPOLL; /* replaced below */
     int r = fut__driver_new(s, &c, out);
     if (r)
         return r;
     struct fut__iodrv *d = drv_of(*out);
     d->sim = 1;
+    /* The simulated network in place of epoll (backend_sim.c). */
+    struct fut__backend *net;
+    r = fut__backend_sim.create(&net, d->evfd);
+    if (r) {
+        drv_shutdown(*out);
+        drv_free(*out);
+        *out = NULL;
+        return r;
+    }
+    d->bvt->destroy(d->be);
+    d->bvt = &fut__backend_sim;
+    d->be = net;
+    d->base.backend = d->bvt->name;
+    static const struct fut__simnet_clock clock = {
+        fut__iodrv_now, fut__timer_arm, fut__timer_cancel};
+    fut__simnet_bind(net, d, &clock);
     /* Time starts at 0, not at the real clock: the wheel's ticks and
      * every fut_time_now() are then the same in every run. */
     d->origin = 0;

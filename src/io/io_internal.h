@@ -322,6 +322,14 @@ void fut__io_detach_all(struct fut__iodrv *d);
 int fut__io_do(struct fut__backend *b, struct fut__io *io,
                const struct fut__op *op, struct fut_context *cx, long *res);
 
+/* The operation step of fut__io_do with 'call' in place of the syscall
+ * (the simulated network's backend, backend_sim.c): 'call' returns what
+ * the syscall would (-EAGAIN when it would block) and sets
+ * fut__sys_shortened when a short transfer does not mean "drained". */
+typedef long (*fut__io_call_fn)(struct fut__io *io, const struct fut__op *op);
+int fut__io_do_with(struct fut__io *io, const struct fut__op *op,
+                    struct fut_context *cx, long *res, fut__io_call_fn call);
+
 /* Runs 'op' on 'io' for the task in 'cx' through the backend of this
  * thread's driver (backend.h, 'op'): FUT_READY with '*res', or
  * FUT_PENDING. Without a driver on this thread the syscall is tried, and

@@ -110,7 +110,7 @@ static int io_watch(struct fut__io *io, struct fut__iodrv *d)
 static int io_register(struct fut__io *io)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    if (!d || d->sim) /* a simulation has no real I/O (fut/sim.h) */
+    if (!d) /* a simulation's backend refuses real fds (backend_sim.c) */
         return FUT_EINVAL;
     int r = io_watch(io, d);
     if (r < 0)
@@ -478,8 +478,9 @@ int fut_io_from_fd(int fd, struct fut_io **out)
 }
 
 /* The syscall of an operation. */
-static long op_syscall(int fd, const struct fut__op *op)
+static long op_syscall(struct fut__io *io, const struct fut__op *op)
 {
+    int fd = io->fd;
     switch (op->kind) {
     case FUT__OP_READ:
         return fut__sys_read(fd, op->buf, op->len);
@@ -579,10 +580,12 @@ static int take_spill(struct fut__io *io, const struct fut__op *op, long *res)
 
 /* ------------------------------------------------------- the I/O step */
 
-int fut__io_do(struct fut__backend *b, struct fut__io *io,
-               const struct fut__op *op, struct fut_context *cx, long *res)
+/* fut__io_do's loop with 'call' making the operation: inlined into each
+ * caller, so epoll's path calls op_syscall directly. */
+static inline __attribute__((always_inline)) int
+io_do(struct fut__io *io, const struct fut__op *op, struct fut_context *cx,
+      long *res, fut__io_call_fn call)
 {
-    (void)b;
     if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
         take_spill(io, op, res))
         return FUT_READY;
@@ -600,7 +603,7 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
         if (!fut_coop_proceed(cx))
             return FUT_PENDING;
         fut__sys_shortened = 0;
-        long n = op_syscall(io->fd, op);
+        long n = call(io, op);
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN || n == -EWOULDBLOCK) {
@@ -623,4 +626,17 @@ int fut__io_do(struct fut__backend *b, struct fut__io *io,
         *res = n;
         return FUT_READY;
     }
+}
+
+int fut__io_do(struct fut__backend *b, struct fut__io *io,
+               const struct fut__op *op, struct fut_context *cx, long *res)
+{
+    (void)b;
+    return io_do(io, op, cx, res, op_syscall);
+}
+
+int fut__io_do_with(struct fut__io *io, const struct fut__op *op,
+                    struct fut_context *cx, long *res, fut__io_call_fn call)
+{
+    return io_do(io, op, cx, res, call);
 }

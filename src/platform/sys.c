@@ -29,6 +29,7 @@
 #define MAX_RULES 16
 
 fut__aword fut__sys_armed;
+fut__aword fut__sys_net;
 _Thread_local int fut__sys_shortened;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -173,6 +174,19 @@ int fut__sys_intercept(int op, int fd, size_t *len, long *res)
 
 #define RET(x) return (x) < 0 ? -errno : (x)
 
+/* The simulated network's turn (sys.h): returns from the wrapper with
+ * its result when the call is the simulation's. */
+#define NET(...)                                                             \
+    do {                                                                     \
+        uintptr_t h_ = fut__load(&fut__sys_net, FUT__RELAXED);               \
+        if (FUT_UNLIKELY(h_ != 0)) {                                         \
+            struct fut__sys_netcall c_ = {__VA_ARGS__};                      \
+            long res_;                                                       \
+            if (((fut__sys_net_fn)h_)(&c_, &res_))                           \
+                return (int)res_;                                            \
+        }                                                                    \
+    } while (0)
+
 ssize_t fut__sys_read(int fd, void *buf, size_t len)
 {
     FUT__SYS_ENTER(FUT__SYS_READ, fd, &len);
@@ -286,6 +300,7 @@ int fut__sys_accept(int fd, struct sockaddr *addr, socklen_t *alen)
 int fut__sys_connect(int fd, const struct sockaddr *addr, socklen_t alen)
 {
     FUT__SYS_ENTER(FUT__SYS_CONNECT, fd, NULL);
+    NET(.op = FUT__SYS_CONNECT, .fd = fd, .in = addr, .len = alen);
     int r = connect(fd, addr, alen);
     RET(r);
 }
@@ -293,6 +308,7 @@ int fut__sys_connect(int fd, const struct sockaddr *addr, socklen_t alen)
 int fut__sys_socket(int domain, int type, int proto)
 {
     FUT__SYS_ENTER(FUT__SYS_SOCKET, -1, NULL);
+    NET(.op = FUT__SYS_SOCKET, .fd = -1, .a = domain, .b = type);
     int r = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
     RET(r);
 }
@@ -308,6 +324,7 @@ int fut__sys_socketpair(int domain, int type, int proto, int sv[2])
 int fut__sys_bind(int fd, const struct sockaddr *addr, socklen_t alen)
 {
     FUT__SYS_ENTER(FUT__SYS_BIND, fd, NULL);
+    NET(.op = FUT__SYS_BIND, .fd = fd, .in = addr, .len = alen);
     int r = bind(fd, addr, alen);
     RET(r);
 }
@@ -315,6 +332,7 @@ int fut__sys_bind(int fd, const struct sockaddr *addr, socklen_t alen)
 int fut__sys_listen(int fd, int backlog)
 {
     FUT__SYS_ENTER(FUT__SYS_LISTEN, fd, NULL);
+    NET(.op = FUT__SYS_LISTEN, .fd = fd, .a = backlog);
     int r = listen(fd, backlog);
     RET(r);
 }
@@ -322,6 +340,7 @@ int fut__sys_listen(int fd, int backlog)
 int fut__sys_shutdown(int fd, int how)
 {
     FUT__SYS_ENTER(FUT__SYS_SHUTDOWN, fd, NULL);
+    NET(.op = FUT__SYS_SHUTDOWN, .fd = fd, .a = how);
     int r = shutdown(fd, how);
     RET(r);
 }
@@ -330,6 +349,8 @@ int fut__sys_setsockopt(int fd, int level, int name, const void *val,
                         socklen_t len)
 {
     FUT__SYS_ENTER(FUT__SYS_SETSOCKOPT, fd, NULL);
+    NET(.op = FUT__SYS_SETSOCKOPT, .fd = fd, .a = level, .b = name, .in = val,
+        .len = len);
     int r = setsockopt(fd, level, name, val, len);
     RET(r);
 }
@@ -338,6 +359,8 @@ int fut__sys_getsockopt(int fd, int level, int name, void *val,
                         socklen_t *len)
 {
     FUT__SYS_ENTER(FUT__SYS_GETSOCKOPT, fd, NULL);
+    NET(.op = FUT__SYS_GETSOCKOPT, .fd = fd, .a = level, .b = name,
+        .out = val, .lenp = len);
     int r = getsockopt(fd, level, name, val, len);
     RET(r);
 }
@@ -346,6 +369,8 @@ int fut__sys_getsockname(int fd, struct sockaddr *addr, socklen_t *alen,
                          int peer)
 {
     FUT__SYS_ENTER(FUT__SYS_GETSOCKNAME, fd, NULL);
+    NET(.op = FUT__SYS_GETSOCKNAME, .fd = fd, .a = peer, .out = addr,
+        .lenp = alen);
     int r = peer ? getpeername(fd, addr, alen) : getsockname(fd, addr, alen);
     RET(r);
 }
@@ -353,6 +378,7 @@ int fut__sys_getsockname(int fd, struct sockaddr *addr, socklen_t *alen,
 int fut__sys_close(int fd)
 {
     FUT__SYS_ENTER(FUT__SYS_CLOSE, fd, NULL);
+    NET(.op = FUT__SYS_CLOSE, .fd = fd);
     /* Linux releases the fd even when close reports EINTR: never retry. */
     int r = close(fd);
     RET(r);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* The simulated network (backend_sim.c) as the simulation's public calls
+ * (src/rt/sim_net.c, fut/sim.h) and the driver see it. One thread: the
+ * simulation's. */
+#ifndef FUT_IO_SIMNET_H
+#define FUT_IO_SIMNET_H
+
+#include <stdint.h>
+
+struct fut__backend;
+struct fut__iodrv;
+struct fut__io;
+struct fut_runtime;
+struct fut_sim_host;
+
+/* The driver's clock and timers as the network uses them: handed down
+ * by driver.c (the backends sit below it and never call it). */
+struct fut__timer;
+struct fut_waker;
+struct fut__simnet_clock {
+    int64_t (*now)(struct fut__iodrv *d);
+    int (*arm)(struct fut__iodrv *d, struct fut__timer *t, int64_t deadline,
+               const struct fut_waker *w);
+    void (*cancel)(struct fut__timer *t);
+};
+
+/* The network 'b' (fut__backend_sim's state) runs on driver 'd' with
+ * its clock and timer wheel 'c' (driver.c, right after create). */
+void fut__simnet_bind(struct fut__backend *b, struct fut__iodrv *d,
+                      const struct fut__simnet_clock *c);
+
+/* The host whose sockets a poll creates (fut_sim_spawn_on sets it around
+ * each poll of its task); NULL: the network's default host, 127.0.0.1. */
+extern _Thread_local struct fut_sim_host *fut__simnet_current;
+
+/* fut_sim_host_new: a host with the IPv4 or IPv6 address 'addr'. 0,
+ * FUT_EINVAL (not an address, or taken), FUT_ENOMEM. */
+int fut__simnet_host_new(struct fut__backend *b, struct fut_runtime *rt,
+                         const char *addr, struct fut_sim_host **out);
+/* fut_sim_partition / fut_sim_heal: segments between 'a' and 'b' are
+ * held (on) or go again (off). 0 or FUT_ENOMEM. */
+int fut__simnet_partition(struct fut_sim_host *a, struct fut_sim_host *b,
+                          int on);
+/* fut_sim_latency: a link's one-way delay, uniform in [min, max] ns
+ * ('a' and 'b' NULL: every link without its own). 0 or FUT_ENOMEM. */
+int fut__simnet_latency(struct fut__backend *b, struct fut_sim_host *x,
+                        struct fut_sim_host *y, int64_t min_ns,
+                        int64_t max_ns);
+/* fut_sim_reset: resets the connection of simulated socket 'io'. 0, or
+ * FUT_EINVAL (not a simulated connected socket). */
+int fut__simnet_reset(struct fut__io *io);
+/* The network of host 'h', and the runtime it was made for. */
+struct fut__backend *fut__simnet_of(struct fut_sim_host *h);
+struct fut_runtime *fut__simnet_rt(struct fut_sim_host *h);
+
+#endif /* FUT_IO_SIMNET_H */

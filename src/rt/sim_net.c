@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* The simulated network's public calls (fut/sim.h): hosts, tasks on a
+ * host, partitions, latency, resets. The network itself is the
+ * simulation driver's backend (src/io/backend_sim.c); this file finds it
+ * from a runtime and checks the arguments. One thread: the simulation's. */
+#include <string.h>
+
+#include "fut/sim.h"
+#include "io/io_internal.h"
+#include "io/simnet.h"
+
+/* The network of simulation runtime 'rt', or NULL. */
+static struct fut__backend *net_of(struct fut_runtime *rt)
+{
+    if (!rt || !rt->sched->sim || !rt->sched->driver)
+        return NULL;
+    struct fut__iodrv *d = (struct fut__iodrv *)rt->sched->driver;
+    return d->bvt == &fut__backend_sim ? d->be : NULL;
+}
+
+int fut_sim_host_new(struct fut_runtime *rt, const char *addr,
+                     struct fut_sim_host **out)
+{
+    FUT_ARG_CHECK(out, "'out' is NULL");
+    *out = NULL;
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK(addr, "'addr' is NULL");
+    FUT_RT_LIVE(rt);
+    struct fut__backend *n = net_of(rt);
+    if (!n)
+        return FUT_EINVAL;
+    return fut__simnet_host_new(n, rt, addr, out);
+}
+
+/* ------------------------------------------------------ a task on a host */
+
+/* The wrapper fut_sim_spawn_on spawns: the host, then the user's future
+ * (copied in after the header, 16-byte aligned). Each poll runs with the
+ * host current (fut__simnet_current), restored after. */
+struct on_host {
+    struct fut_future base;
+    struct fut_sim_host *host;
+};
+#define INNER_OFF ((sizeof(struct on_host) + 15) & ~(size_t)15)
+
+static struct fut_future *inner_of(struct fut_future *f)
+{
+    return (struct fut_future *)(void *)((char *)f + INNER_OFF);
+}
+
+static int on_host_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct on_host *w = (struct on_host *)f;
+    struct fut_sim_host *saved = fut__simnet_current;
+    fut__simnet_current = w->host;
+    int r = fut_poll(inner_of(f), cx);
+    fut__simnet_current = saved;
+    return r;
+}
+
+static void on_host_drop(struct fut_future *f)
+{
+    struct on_host *w = (struct on_host *)f;
+    struct fut_sim_host *saved = fut__simnet_current;
+    fut__simnet_current = w->host; /* its drop may close sockets */
+    fut_drop(inner_of(f));
+    fut__simnet_current = saved;
+}
+
+static const struct fut_future_vtable on_host_vt = {
+    on_host_poll, on_host_drop, "sim_on_host", NULL};
+
+int fut_sim_spawn_on_at(struct fut_sim_host *host, const struct fut_future *f,
+                        size_t size, struct fut_join *join, const char *file,
+                        int line)
+{
+    FUT_ARG_CHECK(f, "'f' is NULL");
+    if (join)
+        memset(join, 0, sizeof *join);
+    if (!host)
+        return FUT_EINVAL;
+    size_t total = INNER_OFF + size;
+    char *tmp = fut__alloc(total);
+    if (!tmp)
+        return FUT_ENOMEM;
+    memset(tmp, 0, INNER_OFF);
+    struct on_host *w = (struct on_host *)(void *)tmp;
+    fut_future_init(&w->base, &on_host_vt);
+    w->host = host;
+    memcpy(tmp + INNER_OFF, f, size);
+    struct fut_runtime *rt = fut__simnet_rt(host);
+    int r = fut_spawn_at(rt, &w->base, total, join, file, line);
+    fut__free(tmp, total);
+    return r;
+}
+
+/* ------------------------------------------------------------- the links */
+
+/* FUT_EINVAL unless 'a' and 'b' are hosts of one network. */
+static int pair_check(struct fut_sim_host *a, struct fut_sim_host *b)
+{
+    return a && b && fut__simnet_of(a) == fut__simnet_of(b) ? 0 : FUT_EINVAL;
+}
+
+int fut_sim_partition(struct fut_sim_host *a, struct fut_sim_host *b)
+{
+    int r = pair_check(a, b);
+    return r ? r : fut__simnet_partition(a, b, 1);
+}
+
+int fut_sim_heal(struct fut_sim_host *a, struct fut_sim_host *b)
+{
+    int r = pair_check(a, b);
+    return r ? r : fut__simnet_partition(a, b, 0);
+}
+
+int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
+                    struct fut_sim_host *b, int64_t min_ns, int64_t max_ns)
+{
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK((!a) == (!b), "only one of 'a' and 'b' is NULL");
+    FUT_RT_LIVE(rt);
+    struct fut__backend *n = net_of(rt);
+    if (!n || min_ns < 0 || max_ns < min_ns)
+        return FUT_EINVAL;
+    if (a && (pair_check(a, b) || fut__simnet_of(a) != n))
+        return FUT_EINVAL;
+    return fut__simnet_latency(n, a, b, min_ns, max_ns);
+}
+
+int fut_sim_reset(struct fut_io *io)
+{
+    FUT_ARG_CHECK(io, "'io' is NULL");
+    return fut__simnet_reset(io->core);
+}
