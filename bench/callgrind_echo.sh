@@ -156,43 +156,44 @@ report() {
     echo
 }
 
+# pair NAME MODE CMD...: the server measured at N1 and at N2; sets P1, P2.
+pair() {
+    local name=$1 mode=$2
+    shift 2
+    P1=$(measure "$name" "$mode" "$N1" "$@") || exit 1
+    P2=$(measure "$name" "$mode" "$N2" "$@") || exit 1
+}
+
+# the rows: name (for the report), callgrind name, start mode, command
 if [ "$MODE" = http ]; then
-    FUT1=$(measure fut_http_hello print "$N1" "$BUILD/examples/http_hello") || exit 1
-    FUT2=$(measure fut_http_hello print "$N2" "$BUILD/examples/http_hello") || exit 1
-    FL1=$(measure floor probe "$N1" "$PEERS/baseline_c/floor" epoll http) || exit 1
-    FL2=$(measure floor probe "$N2" "$PEERS/baseline_c/floor" epoll http) || exit 1
-    UV1=$(measure libuv probe "$N1" "$PEERS/libuv/uvbench" http-server) || exit 1
-    UV2=$(measure libuv probe "$N2" "$PEERS/libuv/uvbench" http-server) || exit 1
-    {
-        echo "# callgrind_echo.sh MODE=http $STAMP: N1=$N1 N2=$N2 requests," \
-            "50 keep-alive connections (bench/http_count);" \
-            "fut $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
-            "$(lscpu | sed -n 's/^Model name: *//p')"
-        echo
-        report "fut http_hello (epoll, current_thread)" "$FUT1" "$FUT2"
-        report "floor http (epoll, hand-written)" "$FL1" "$FL2"
-        report "libuv http-server (default loop)" "$UV1" "$UV2"
-    } | sed 's/per round trip/per request/' | tee "$OUT"
-    say "== written: $OUT (callgrind files: $RES/callgrind-$STAMP-*.out)"
-    exit 0
+    what="requests, 50 keep-alive connections (bench/http_count)"
+    rows=("fut http_hello (epoll, current_thread)|fut_http_hello|print|$BUILD/examples/http_hello"
+        "floor http (epoll, hand-written)|floor|probe|$PEERS/baseline_c/floor epoll http"
+        "libuv http-server (default loop)|libuv|probe|$PEERS/libuv/uvbench http-server")
+else
+    what="round trips, 50 connections x 64 B"
+    rows=("fut echo_server (epoll, current_thread)|fut_echo_server|print|$BUILD/examples/echo_server"
+        "fut echo_min (epoll, current_thread; the peers' shape)|fut_echo_min|print|$BUILD/bench/echo_min"
+        "floor (epoll, hand-written)|floor|probe|$PEERS/baseline_c/floor epoll echo"
+        "libuv echo-server (default loop)|libuv|probe|$PEERS/libuv/uvbench echo-server")
 fi
-FUT1=$(measure fut_echo_server print "$N1" "$BUILD/examples/echo_server") || exit 1
-FUT2=$(measure fut_echo_server print "$N2" "$BUILD/examples/echo_server") || exit 1
-MIN1=$(measure fut_echo_min print "$N1" "$BUILD/bench/echo_min") || exit 1
-MIN2=$(measure fut_echo_min print "$N2" "$BUILD/bench/echo_min") || exit 1
-FL1=$(measure floor probe "$N1" "$PEERS/baseline_c/floor" epoll echo) || exit 1
-FL2=$(measure floor probe "$N2" "$PEERS/baseline_c/floor" epoll echo) || exit 1
-UV1=$(measure libuv probe "$N1" "$PEERS/libuv/uvbench" echo-server) || exit 1
-UV2=$(measure libuv probe "$N2" "$PEERS/libuv/uvbench" echo-server) || exit 1
+files=()
+for r in "${rows[@]}"; do
+    IFS='|' read -r title name mode cmd <<<"$r"
+    read -ra argv <<<"$cmd"
+    pair "$name" "$mode" "${argv[@]}"
+    files+=("$title|$P1|$P2")
+done
 
 {
-    echo "# callgrind_echo.sh $STAMP: N1=$N1 N2=$N2, 50 connections x 64 B;" \
+    echo "# callgrind_echo.sh MODE=$MODE $STAMP: N1=$N1 N2=$N2 $what;" \
         "fut $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
         "$(lscpu | sed -n 's/^Model name: *//p')"
     echo
-    report "fut echo_server (epoll, current_thread)" "$FUT1" "$FUT2"
-    report "fut echo_min (epoll, current_thread; the peers' shape)" "$MIN1" "$MIN2"
-    report "floor (epoll, hand-written)" "$FL1" "$FL2"
-    report "libuv echo-server (default loop)" "$UV1" "$UV2"
-} | tee "$OUT"
+    for f in "${files[@]}"; do
+        IFS='|' read -r title f1 f2 <<<"$f"
+        report "$title" "$f1" "$f2"
+    done
+} | if [ "$MODE" = http ]; then sed 's/per round trip/per request/'; else cat; fi |
+    tee "$OUT"
 say "== written: $OUT (callgrind files: $RES/callgrind-$STAMP-*.out)"
