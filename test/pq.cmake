@@ -14,6 +14,9 @@ endif()
 fut_check_test(pq CASES ${pq_cases} MT_CASES ${pq_cases} BACKENDS
   TIMEOUT 180)
 target_link_libraries(test_pq PRIVATE fut_pq_static)
+# The template cluster the test processes copy (test/pq.c, template_copy).
+target_compile_definitions(test_pq PRIVATE
+  FUT_PQ_TEMPLATE="${CMAKE_CURRENT_BINARY_DIR}/pq-template-15")
 if(FUT_BUILD_EXAMPLES)
   target_compile_definitions(test_pq PRIVATE
     FUT_PG_EXAMPLE="$<TARGET_FILE:pg_fibers>")
