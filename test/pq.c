@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fut/pq.h"
+#include "fut/testing.h"
 #include "test.h"
 
 #define MS (1000LL * 1000LL)
@@ -166,8 +167,7 @@ static int template_copy(const char *data)
             rmdir(tmp);
         }
     }
-    const char *cp[] = {"/bin/cp", "-a", FUT_PQ_TEMPLATE "/data", data,
-                        NULL};
+    const char *cp[] = {"/bin/cp", "-a", FUT_PQ_TEMPLATE "/data", data, NULL};
     if (run_as_pg(cp, NULL) == 0)
         return 1;
     const char *rm[] = {"/bin/rm", "-rf", data, NULL};
@@ -692,9 +692,81 @@ static intptr_t dropped_fiber(void *arg)
     return 0;
 }
 
+/* The stock drop harness (fut/testing.h) over a whole session as one
+ * future - connect, a query of 5,000 rows, close - dropped at each of
+ * its PENDINGs, connect's included: the half-made connection is closed,
+ * the dropped query's connection too (its driver ends, its cancel, if
+ * one was started, finishes), and nothing of the adapter's is left (the
+ * harness's allocation check). */
+struct session {
+    struct fut_future base;
+    int state; /* 0 connecting, 1 querying, 2 done */
+    struct fut_pg_connect c;
+    struct fut_pg_query q;
+    struct fut_pg *pg;
+};
+
+static int session_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct session *s = (struct session *)f;
+    if (s->state == 0) {
+        if (fut_poll(&s->c.base, cx) == FUT_PENDING)
+            return FUT_PENDING;
+        ck_assert_msg(s->c.result == 0, "connect: %s", s->c.error);
+        s->pg = s->c.pg;
+        fut_drop(&s->c.base);
+        fut_pg_query_init(&s->q, s->pg, BIGQ, 0, NULL);
+        s->state = 1;
+    }
+    if (fut_poll(&s->q.base, cx) == FUT_PENDING)
+        return FUT_PENDING;
+    ASSERT_EQ(s->q.result, 0);
+    ASSERT_EQ(PQntuples(s->q.res), 5000);
+    PQclear(s->q.res);
+    fut_drop(&s->q.base);
+    fut_pg_close(s->pg);
+    s->state = 2;
+    return FUT_READY;
+}
+
+static void session_drop(struct fut_future *f)
+{
+    struct session *s = (struct session *)f;
+    if (s->state == 0) {
+        fut_drop(&s->c.base);
+    } else if (s->state == 1) {
+        fut_drop(&s->q.base);
+        fut_pg_close(s->pg);
+    }
+    s->state = 2;
+}
+
+static const struct fut_future_vtable session_vt = {
+    session_poll, session_drop, "session", 0};
+
+static struct session the_session;
+
+static struct fut_future *make_session(void *ud, struct fut_runtime *rt)
+{
+    (void)ud;
+    (void)rt;
+    memset(&the_session, 0, sizeof the_session);
+    fut_future_init(&the_session.base, &session_vt);
+    fut_pg_connect_init(&the_session.c, conninfo);
+    return &the_session.base;
+}
+
 START_TEST(dropped)
 {
     run_fiber(dropped_fiber, NULL);
+    struct fut_harness h;
+    fut_harness_init(&h, make_session, NULL, NULL);
+    int r = fut_harness_run(&h);
+    ck_assert_msg(r == 0, "harness: %d, first failure at %ld: %s", r,
+                  h.first_failure, h.msg);
+    ck_assert_msg(h.pendings >= 3, "only %ld PENDINGs", h.pendings);
+    if (getenv("PQ_TEST_VERBOSE"))
+        printf("harness: %ld PENDINGs, %ld runs\n", h.pendings, h.runs);
 }
 END_TEST
 

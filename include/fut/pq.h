@@ -84,7 +84,8 @@ struct fut_pg_connect {
     size_t conninfo_size;   /**< private */
     PGconn *conn;           /**< private */
     struct fut_fd *fd;      /**< private: the registered dup */
-    int dupfd, sock;        /**< private */
+    int dupfd;              /**< private: the dup */
+    int sock;               /**< private: libpq's socket */
     struct fut_fd_ready rd; /**< private */
     unsigned waiting;       /**< private */
     int polling;            /**< private: PQconnectPoll's last answer */

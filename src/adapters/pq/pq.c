@@ -3,12 +3,12 @@
  * (include/fut/pq.h): the connect future, the connection's record and
  * its driver task, the query future, the LISTEN stream. It sits on
  * fut's public API only: fut_fd_register / fut_fd_ready for the socket,
- * fut_spawn for the driver, fut_spawn_blocking for PQcancel.
+ * fut_spawn for the driver, fut_spawn_blocking_init for PQcancel.
  *
  * Rules (the connection's state machine; docs/ecosystem.md, "libpq"):
  *   - One mutex per connection, 'lock', guards every field of struct
  *     fut_pg, of its records and listeners, and every libpq call on the
- *     connection. It is the only lock.
+ *     connection. It is the only lock but the leaf 'cancels_lock'.
  *   - The socket fut watches is a dup(2) of libpq's, owned by the
  *     adapter: libpq closes its own socket whenever it likes (a failed
  *     read drops the connection inside PQconsumeInput; a connect moving
@@ -43,7 +43,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,11 +98,17 @@ struct fut_pg {
     char errmsg[256];
 };
 
-static atomic_long cancels_sent; /* fut_pg_cancels_sent */
+/* fut_pg_cancels_sent's count; a leaf lock (adapters use the public
+ * API only, and so no atomics of libfut's). */
+static pthread_mutex_t cancels_lock = PTHREAD_MUTEX_INITIALIZER;
+static long cancels_sent;
 
 long fut_pg_cancels_sent(void)
 {
-    return atomic_load(&cancels_sent);
+    pthread_mutex_lock(&cancels_lock);
+    long n = cancels_sent;
+    pthread_mutex_unlock(&cancels_lock);
+    return n;
 }
 
 static void copy_msg(char *dst, size_t size, const char *src)
@@ -491,8 +496,11 @@ static intptr_t cancel_job(void *arg)
     char err[256];
     int ok = PQcancel(arg, err, sizeof err);
     PQfreeCancel(arg);
-    if (ok)
-        atomic_fetch_add(&cancels_sent, 1);
+    if (ok) {
+        pthread_mutex_lock(&cancels_lock);
+        cancels_sent++;
+        pthread_mutex_unlock(&cancels_lock);
+    }
     return ok;
 }
 
