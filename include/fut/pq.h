@@ -75,6 +75,10 @@ struct fut_pg_lis;
  * 'error' (the server refused, is not there, or authentication failed),
  * FUT_ENOMEM, FUT_EINVAL (no runtime with I/O on this thread, 'conninfo'
  * NULL), or fut_fd_register's error.
+ * libpq resolves a host name with a blocking getaddrinfo inside
+ * PQconnectStart / PQconnectPoll, which run in this future's poll: give
+ * a Unix socket directory, an IP address, or 'hostaddr' (resolve names
+ * first with fut_getaddrinfo_init) to keep the poll from blocking.
  * cancel-safe: a drop closes the half-made connection (PQfinish); the
  * server sees a client that went away. Thread: a runtime's (the
  * connection then belongs to the runtime that completed it). */
