@@ -30,11 +30,13 @@ ROOT=$(pwd)
 # and its tests (test/curl.c starts its own nginx; the package's service
 # is not used); libuv1-dev: bench/hiredis_libuv.c, hiredis_get's reference
 # (hiredis on its libuv adapter), built with the benchmarks by the plain
-# build
+# build; libpq-dev, postgresql: the libpq adapter and its tests
+# (test/pq.c makes and starts its own PostgreSQL 15 cluster as the
+# postgres user; the package's service is not used)
 deps="build-essential cmake ninja-build pkg-config check clang valgrind python3
       liburing-dev redis-server redis-tools libhiredis-dev libclang-rt-14-dev
       libssl-dev openssl abigail-tools clang-format-14 doxygen
-      libcurl4-openssl-dev nginx-light libuv1-dev"
+      libcurl4-openssl-dev nginx-light libuv1-dev libpq-dev postgresql"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
