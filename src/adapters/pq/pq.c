@@ -538,23 +538,11 @@ static void driver_release(struct driver *d)
     d->pg = NULL;
 }
 
-/* Clears what poll(2) says would block (under the lock). */
+/* Clears what poll(2) says would block (under the lock; a failed poll
+ * keeps the readiness: libpq will see for itself). */
 static void driver_clear(struct fut_pg *pg, unsigned ev, uint32_t tick)
 {
-    struct pollfd pf = {.fd = pg->dupfd, .events = POLLIN};
-    if (ev & FUT_FD_WRITABLE)
-        pf.events |= POLLOUT;
-    if (poll(&pf, 1, 0) < 0)
-        return;
-    unsigned clear = 0;
-    if ((ev & FUT_FD_READABLE) &&
-        !(pf.revents & (POLLIN | POLLHUP | POLLERR)))
-        clear |= FUT_FD_READABLE;
-    if ((ev & FUT_FD_WRITABLE) &&
-        !(pf.revents & (POLLOUT | POLLHUP | POLLERR)))
-        clear |= FUT_FD_WRITABLE;
-    if (clear)
-        fut_fd_clear_ready(pg->fd, clear, tick);
+    fut_fd_clear_if_blocked(pg->fd, ev, tick);
 }
 
 static void cancel_discard(void *arg, intptr_t v)
