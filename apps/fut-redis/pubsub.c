@@ -350,15 +350,17 @@ void cmd_publish(struct cmd_ctx *c)
 
 /* --------------------------------------------------- (un)subscribe replies */
 
-/* Moves the messages already queued for this client into its output, in
- * front of an (un)subscribe reply: a PUBLISH that found the subscriber
- * before a registry change under the lock has queued its message by then
- * (deliver runs under the lock), and Redis writes such a message before
- * the reply (its publisher writes into the output buffer at once). Without
- * this, a 'message' of a channel could follow its 'unsubscribe' reply on
- * two workers. A NULL (a publisher found the client over its hard limit)
- * closes the client after this batch's replies. Commands run with no
- * write in flight (server.c, step 2), so the output is where they go. */
+/* Moves the messages queued for this client into its output. Called
+ * under the registry lock right after an (un)subscription changed, before
+ * its reply is appended: every message queued then was published before
+ * the change (deliver runs under the lock), and Redis writes those before
+ * the reply, the ones published after it behind the reply (its commands
+ * and publishes run one at a time). Without it, a 'message' of a channel
+ * could follow its 'unsubscribe' reply; drained after the lock, a message
+ * published just after a SUBSCRIBE would come before its reply. A NULL (a
+ * publisher found the client over its hard limit) closes the client after
+ * this batch's replies. Commands run with no write in flight (server.c,
+ * step 2), so the output is where they go. */
 static void drain_queued(struct cmd_ctx *c)
 {
     struct subscriber *s = c->cl->sub;
@@ -378,7 +380,6 @@ static void drain_queued(struct cmd_ctx *c)
 static void reply_sub(struct cmd_ctx *c, const char *kind,
                       const struct resp_arg *name, size_t count)
 {
-    drain_queued(c);
     resp_add_array(c->out, 3);
     resp_add_bulk_str(c->out, kind);
     if (name)
@@ -391,6 +392,18 @@ static void reply_sub(struct cmd_ctx *c, const char *kind,
 typedef int (*ps_op)(struct pubsub *, struct subscriber *, const char *,
                      size_t);
 
+/* One (un)subscription under the registry lock, then the messages queued
+ * before it into the output (drain_queued). Returns op's result. */
+static int change(struct cmd_ctx *c, ps_op op, struct subscriber *s,
+                  const char *name, size_t len)
+{
+    pthread_mutex_lock(&c->srv->ps->mu);
+    int r = op(c->srv->ps, s, name, len);
+    drain_queued(c);
+    pthread_mutex_unlock(&c->srv->ps->mu);
+    return r;
+}
+
 static void subscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op)
 {
     struct subscriber *s = sub_of(c->cl);
@@ -399,9 +412,7 @@ static void subscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op)
         return;
     }
     for (size_t i = 1; i < c->argc; i++) {
-        pthread_mutex_lock(&c->srv->ps->mu);
-        int r = op(c->srv->ps, s, c->argv[i].p, c->argv[i].len);
-        pthread_mutex_unlock(&c->srv->ps->mu);
+        int r = change(c, op, s, c->argv[i].p, c->argv[i].len);
         if (r < 0)
             c->out->oom = 1;
         reply_sub(c, kind, &c->argv[i], pubsub_count_of(c->cl));
@@ -437,9 +448,7 @@ static void unsubscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op,
             }
             memcpy(copy, a.p, a.len);
             a.p = copy;
-            pthread_mutex_lock(&c->srv->ps->mu);
-            op(c->srv->ps, s, a.p, a.len);
-            pthread_mutex_unlock(&c->srv->ps->mu);
+            change(c, op, s, a.p, a.len);
             reply_sub(c, kind, &a, pubsub_count_of(c->cl));
             if (copy != tmp)
                 free(copy);
@@ -447,11 +456,8 @@ static void unsubscribe_generic(struct cmd_ctx *c, const char *kind, ps_op op,
         return;
     }
     for (size_t i = 1; i < c->argc; i++) {
-        if (s) {
-            pthread_mutex_lock(&c->srv->ps->mu);
-            op(c->srv->ps, s, c->argv[i].p, c->argv[i].len);
-            pthread_mutex_unlock(&c->srv->ps->mu);
-        }
+        if (s)
+            change(c, op, s, c->argv[i].p, c->argv[i].len);
         reply_sub(c, kind, &c->argv[i], pubsub_count_of(c->cl));
     }
 }
