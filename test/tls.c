@@ -27,6 +27,7 @@ extern char **environ;
 static char dir[64];
 static char rsa_crt[128], rsa_key[128], ec_crt[128], ec_key[128];
 static char big_crt[128], big_key[128];
+static char exp_ca[128], exp_crt[128], exp_key[128];
 
 static int make_certs(void)
 {
@@ -39,6 +40,9 @@ static int make_certs(void)
     snprintf(ec_key, sizeof ec_key, "%s/ec.key", dir);
     snprintf(big_crt, sizeof big_crt, "%s/big.crt", dir);
     snprintf(big_key, sizeof big_key, "%s/big.key", dir);
+    snprintf(exp_ca, sizeof exp_ca, "%s/exp-ca.crt", dir);
+    snprintf(exp_crt, sizeof exp_crt, "%s/exp.crt", dir);
+    snprintf(exp_key, sizeof exp_key, "%s/exp.key", dir);
     /* ~12 KiB of names: a server flight larger than a small socket
      * buffer, so the handshake's flush must wait. */
     static char extra[20000];
@@ -49,7 +53,8 @@ static int make_certs(void)
     if (tls_make_cert("-newkey rsa:2048", rsa_crt, rsa_key, NULL) ||
         tls_make_cert("-newkey ec -pkeyopt ec_paramgen_curve:P-256", ec_crt,
                       ec_key, NULL) ||
-        tls_make_cert("-newkey rsa:2048", big_crt, big_key, extra))
+        tls_make_cert("-newkey rsa:2048", big_crt, big_key, extra) ||
+        tls_make_expired_cert(dir, exp_ca, exp_crt, exp_key))
         return -1;
     return 0;
 }
@@ -417,6 +422,31 @@ START_TEST(tls_verify_refuses)
 }
 END_TEST
 
+/* A certificate that expired in 2020, signed by a CA the client trusts:
+ * refused for its dates alone, and the message says so. */
+START_TEST(tls_verify_expired)
+{
+    struct fut_runtime *rt = rt_make(0);
+    struct side srv, cli;
+    sides_init(&srv, &cli, exp_crt, exp_key, exp_ca, 100);
+    (void)run_pair(rt, &srv, &cli);
+    ck_assert_msg(cli.hs == FUT_ETLSCERT, "client %s (%s)",
+                  fut_strerror(cli.hs), cli.msg);
+    ck_assert_msg(strstr(cli.msg, "expired") != NULL, "%s", cli.msg);
+    ck_assert_msg(srv.hs == FUT_ETLS, "server %s (%s)", fut_strerror(srv.hs),
+                  srv.msg);
+    sides_free(&srv, &cli);
+    /* the same chain with verification off: only the dates were wrong */
+    sides_init(&srv, &cli, exp_crt, exp_key, exp_ca, 100);
+    ASSERT_EQ(fut_tls_ctx_set_verify(cli.ctx, 0), 0);
+    ASSERT_EQ(run_pair(rt, &srv, &cli), 0);
+    ck_assert_msg(cli.hs == 0, "verification off: %s (%s)",
+                  fut_strerror(cli.hs), cli.msg);
+    sides_free(&srv, &cli);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------------ resumption */
 
 START_TEST(tls_session_resumption)
@@ -758,6 +788,184 @@ START_TEST(tls_bad_input)
         fut_tls_ctx_free(srv.ctx);
         fut_runtime_free(rt);
     }
+}
+END_TEST
+
+/* One server, three connections at once: a peer that sends a ClientHello
+ * and then stops (the server's handshake deadline, fut_timeout, ends it),
+ * a ClientHello record cut in half and EOF (a truncated record), and a
+ * good client served while the first still waits. */
+enum { STALL, TRUNC, GOOD, NCONN };
+
+struct multi {
+    struct fut_tls_ctx *sctx, *cctx;
+    struct fut_io *listener;
+    int port;
+    int64_t deadline_ns; /* the server's handshake deadline */
+    int hs[NCONN];       /* per connection, in accept order */
+    int done[NCONN];
+    char msg[NCONN][256];
+    int good_while_stalled; /* GOOD finished before STALL ended */
+    int64_t stall_ns;       /* how long the staller was held */
+};
+
+struct multi_conn {
+    struct multi *m;
+    int i;
+    struct fut_io *io;
+};
+
+static intptr_t multi_conn_fn(void *arg)
+{
+    struct multi_conn *c = arg;
+    struct multi *m = c->m;
+    struct fut_tls *t = NULL;
+    ASSERT_EQ(fut_tls_new(m->sctx, c->io, NULL, &t), 0);
+    struct fut_tls_handshake hs;
+    fut_tls_handshake_init(&hs, t);
+    int r = fut_timeout_await(&hs, m->deadline_ns);
+    if (r == 0)
+        r = hs.result;
+    if (r == 0) { /* one line back, then close_notify */
+        char buf[64];
+        ssize_t n = fut_tls_read(t, buf, sizeof buf);
+        if (n > 0 && fut_tls_write_all(t, buf, (size_t)n) != n)
+            r = -1;
+        fut_tls_shutdown(t);
+    } else if (r != FUT_ETIMEDOUT) {
+        fut_tls_shutdown(t); /* the alert, if any */
+    }
+    m->hs[c->i] = r;
+    snprintf(m->msg[c->i], sizeof m->msg[c->i], "%s",
+             fut_tls_error_message(t));
+    fut_tls_free(t);
+    fut_io_close(c->io);
+    m->done[c->i] = 1;
+    return 0;
+}
+
+static intptr_t multi_server_fn(void *arg)
+{
+    struct multi *m = arg;
+    struct multi_conn c[NCONN];
+    struct fut_join j[NCONN];
+    for (int i = 0; i < NCONN; i++) {
+        c[i].m = m;
+        c[i].i = i;
+        if (fut_accept(m->listener, &c[i].io) != 0)
+            return -1;
+        ASSERT_EQ(fut_fiber_spawn(fut_runtime_current(), multi_conn_fn, &c[i],
+                                  big_stack(), &j[i]),
+                  0);
+    }
+    for (int i = 0; i < NCONN; i++) {
+        fut_await(&j[i]);
+        fut_drop(&j[i].base);
+    }
+    return 0;
+}
+
+static struct fut_io *multi_connect(int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    fut_addr_parse("127.0.0.1", port, &ss, &len);
+    struct fut_io *io = NULL;
+    ASSERT_EQ(fut_connect((struct sockaddr *)&ss, len, -1, &io), 0);
+    return io;
+}
+
+/* A real ClientHello, from an OpenSSL client over memory BIOs. */
+static size_t client_hello(unsigned char *buf, size_t cap)
+{
+    SSL_CTX *sc = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = SSL_new(sc);
+    BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+    ck_assert(sc && ssl && rb && wb);
+    SSL_set_bio(ssl, rb, wb);
+    SSL_set_connect_state(ssl);
+    ASSERT_EQ(SSL_do_handshake(ssl), -1); /* wants the server's answer */
+    int n = BIO_read(wb, buf, (int)cap);
+    SSL_free(ssl);
+    SSL_CTX_free(sc);
+    ck_assert_msg(n > 100, "ClientHello %d bytes", n);
+    return (size_t)n;
+}
+
+static intptr_t multi_clients_fn(void *arg)
+{
+    struct multi *m = arg;
+    unsigned char *hello = malloc(4096), *buf = malloc(20000);
+    size_t hlen = client_hello(hello, 4096);
+    /* STALL: the ClientHello, the server's first flight read, then
+     * nothing. */
+    int64_t t0 = fut_now_ns();
+    struct fut_io *stall = multi_connect(m->port);
+    ASSERT_EQ(fut_write_all(stall, hello, hlen), (ssize_t)hlen);
+    ck_assert_msg(fut_read(stall, buf, 20000) > 0, "no ServerHello");
+    /* TRUNC: half the ClientHello record, then EOF. */
+    struct fut_io *trunc = multi_connect(m->port);
+    ASSERT_EQ(fut_write_all(trunc, hello, hlen / 2), (ssize_t)(hlen / 2));
+    fut_io_shutdown(trunc, SHUT_WR);
+    while (fut_read(trunc, buf, 20000) > 0) {
+    }
+    fut_io_close(trunc);
+    /* GOOD: a whole exchange while STALL is held. */
+    struct fut_io *io = multi_connect(m->port);
+    struct fut_tls *t = NULL;
+    ASSERT_EQ(fut_tls_new(m->cctx, io, "localhost", &t), 0);
+    intptr_t bad = 0;
+    if (fut_tls_handshake(t) != 0 || fut_tls_write_all(t, "ping\n", 5) != 5 ||
+        fut_tls_read(t, buf, 20000) != 5 || memcmp(buf, "ping\n", 5) != 0 ||
+        fut_tls_shutdown(t) != 0)
+        bad = -2;
+    fut_tls_free(t);
+    fut_io_close(io);
+    m->good_while_stalled = !m->done[STALL];
+    /* STALL: the server closes it at its deadline. */
+    while (fut_read(stall, buf, 20000) > 0) {
+    }
+    m->stall_ns = fut_now_ns() - t0;
+    fut_io_close(stall);
+    free(hello);
+    free(buf);
+    return bad;
+}
+
+START_TEST(tls_bad_input_serves_others)
+{
+    struct fut_runtime *rt = rt_make(0);
+    struct multi m;
+    memset(&m, 0, sizeof m);
+    m.sctx = server_ctx(ec_crt, ec_key);
+    m.cctx = client_ctx(ec_crt);
+    m.deadline_ns = 2000 * MS;
+    m.listener = listen_any(&m.port);
+    struct fut_join js, jc;
+    ASSERT_EQ(fut_fiber_spawn(rt, multi_server_fn, &m, big_stack(), &js), 0);
+    ASSERT_EQ(fut_fiber_spawn(rt, multi_clients_fn, &m, big_stack(), &jc), 0);
+    ASSERT_EQ(fut_block_on(rt, &jc.base), 0);
+    ASSERT_EQ(fut_fiber_value(&jc), 0);
+    fut_drop(&jc.base);
+    ASSERT_EQ(fut_block_on(rt, &js.base), 0);
+    ASSERT_EQ(fut_fiber_value(&js), 0);
+    fut_drop(&js.base);
+    ck_assert_msg(m.hs[STALL] == FUT_ETIMEDOUT, "stalled: %s (%s)",
+                  fut_strerror(m.hs[STALL]), m.msg[STALL]);
+    ck_assert_msg(m.hs[TRUNC] == FUT_ETLSTRUNC, "truncated: %s (%s)",
+                  fut_strerror(m.hs[TRUNC]), m.msg[TRUNC]);
+    ck_assert_msg(m.hs[GOOD] == 0, "good: %s (%s)", fut_strerror(m.hs[GOOD]),
+                  m.msg[GOOD]);
+    ck_assert_msg(m.good_while_stalled, "the good client waited for the "
+                                        "stalled one");
+    /* held for the deadline, and closed soon after it */
+    ck_assert_msg(m.stall_ns >= m.deadline_ns - 50 * MS &&
+                      m.stall_ns < m.deadline_ns + 3000 * MS,
+                  "stalled peer held %lld ms", (long long)(m.stall_ns / MS));
+    fut_io_close(m.listener);
+    fut_tls_ctx_free(m.sctx);
+    fut_tls_ctx_free(m.cctx);
+    fut_runtime_free(rt);
 }
 END_TEST
 
@@ -1334,6 +1542,7 @@ int main(void)
     tcase_add_test(tc, tls_close_clean_vs_unclean);
     tc = fut_test_tcase(s, "verify");
     tcase_add_test(tc, tls_verify_refuses);
+    tcase_add_test(tc, tls_verify_expired);
     tc = fut_test_tcase(s, "resume");
     tcase_add_test(tc, tls_session_resumption);
     tc = fut_test_tcase(s, "s_client");
@@ -1342,6 +1551,7 @@ int main(void)
     tcase_add_test(tc, tls_client_vs_s_server);
     tc = fut_test_tcase(s, "bad_input");
     tcase_add_test(tc, tls_bad_input);
+    tcase_add_test(tc, tls_bad_input_serves_others);
     tc = fut_test_tcase(s, "cancel");
     tcase_add_test(tc, tls_drop_read);
     tcase_add_test(tc, tls_drop_write);
