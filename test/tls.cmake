@@ -7,8 +7,8 @@
 if(FUT_HAVE_TLS)
   fut_check_test(tls
     CASES echo alpn close verify resume s_client s_server bad_input cancel
-      duplex
-    MT_CASES echo s_server cancel duplex
+      keyop many duplex
+    MT_CASES echo s_server cancel keyop many duplex
     BACKENDS TIMEOUT 300)
   target_link_libraries(test_tls PRIVATE fut_tls_static)
   target_include_directories(test_tls PRIVATE ${OPENSSL_INCLUDE_DIRS})
