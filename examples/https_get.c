@@ -73,8 +73,7 @@ static intptr_t fetch(void *arg)
     struct fut_tls *t = NULL;
     char *buf = NULL;
     int r;
-    if ((r = dial(g, &io)) != 0 ||
-        (r = fut_tls_new(g->ctx, io, g->host, &t)))
+    if ((r = dial(g, &io)) != 0 || (r = fut_tls_new(g->ctx, io, g->host, &t)))
         goto out;
     struct fut_tls_handshake hs;
     fut_tls_handshake_init(&hs, t);
@@ -102,8 +101,7 @@ static intptr_t fetch(void *arg)
     }
     if (fut_tls_write_all(t, req, (size_t)n) != n) {
         r = -EPIPE;
-        fprintf(stderr, "https_get: sending: %s\n",
-                fut_tls_error_message(t));
+        fprintf(stderr, "https_get: sending: %s\n", fut_tls_error_message(t));
         goto out;
     }
     buf = malloc(RESP_MAX);

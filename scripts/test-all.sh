@@ -28,11 +28,12 @@ ROOT=$(pwd)
 # clang-format-14, doxygen: the tree's checks (check_abi, check_format,
 # check_doxygen); libcurl4-openssl-dev, nginx-light: the libcurl adapter
 # and its tests (test/curl.c starts its own nginx; the package's service
-# is not used)
+# is not used); curl, wrk: test/example_https.c drives
+# examples/https_hello with them
 deps="build-essential cmake ninja-build pkg-config check clang valgrind python3
       liburing-dev redis-server redis-tools libhiredis-dev libclang-rt-14-dev
       libssl-dev openssl abigail-tools clang-format-14 doxygen
-      libcurl4-openssl-dev nginx-light"
+      libcurl4-openssl-dev nginx-light curl wrk"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
