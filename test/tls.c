@@ -1660,13 +1660,9 @@ static long mh_get(const long *v)
     return x;
 }
 
-static struct fut_fiber_opts *mid_stack(void)
-{
-    static struct fut_fiber_opts o;
-    fut_fiber_opts_init(&o);
-    o.stack_size = 256 * 1024;
-    return &o;
-}
+/* Fiber options with a 256 KiB stack: set by the test before any fiber
+ * runs, then only read (fibers on two workers read them at once). */
+static struct fut_fiber_opts mid_opts;
 
 static intptr_t mh_conn(void *arg)
 {
@@ -1697,7 +1693,7 @@ static intptr_t mh_server(void *arg)
         struct fut_io *io = NULL;
         if (fut_accept(MH.listener, &io) != 0)
             return -1;
-        ASSERT_EQ(fut_fiber_spawn(NULL, mh_conn, io, mid_stack(), &j[i]), 0);
+        ASSERT_EQ(fut_fiber_spawn(NULL, mh_conn, io, &mid_opts, &j[i]), 0);
     }
     for (int i = 0; i < MH.n; i++) {
         fut_await(&j[i]);
@@ -1755,6 +1751,8 @@ START_TEST(tls_many_handshakes)
     memset(&MH, 0, sizeof MH);
     pthread_mutex_init(&MH.lock, NULL);
     MH.n = TEST_ITERS(1000, 200);
+    fut_fiber_opts_init(&mid_opts);
+    mid_opts.stack_size = 256 * 1024;
     MH.sctx = server_ctx(ec_crt, ec_key);
     MH.cctx = client_ctx(ec_crt);
     MH.listener = listen_any(&MH.port);
@@ -1763,8 +1761,8 @@ START_TEST(tls_many_handshakes)
     int64_t t0 = fut_now_ns();
     ASSERT_EQ(fut_fiber_spawn(rt, mh_server, NULL, big_stack(), &j[0]), 0);
     for (int i = 0; i < MH.n; i++)
-        ASSERT_EQ(
-            fut_fiber_spawn(rt, mh_client, NULL, mid_stack(), &j[i + 1]), 0);
+        ASSERT_EQ(fut_fiber_spawn(rt, mh_client, NULL, &mid_opts, &j[i + 1]),
+                  0);
     struct mh_all all;
     fut_future_init(&all.base, &mh_all_vt);
     all.j = j;
