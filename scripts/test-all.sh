@@ -32,11 +32,13 @@ ROOT=$(pwd)
 # (hiredis on its libuv adapter), built with the benchmarks by the plain
 # build; libpq-dev, postgresql: the libpq adapter and its tests
 # (test/pq.c makes and starts its own PostgreSQL 15 cluster as the
-# postgres user; the package's service is not used)
+# postgres user; the package's service is not used); curl, wrk:
+# test/example_https.c drives examples/https_hello with them
 deps="build-essential cmake ninja-build pkg-config check clang valgrind python3
       liburing-dev redis-server redis-tools libhiredis-dev libclang-rt-14-dev
       libssl-dev openssl abigail-tools clang-format-14 doxygen
-      libcurl4-openssl-dev nginx-light libuv1-dev libpq-dev postgresql"
+      libcurl4-openssl-dev nginx-light libuv1-dev libpq-dev postgresql
+      curl wrk"
 missing=""
 for p in $deps; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

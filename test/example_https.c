@@ -4,9 +4,15 @@
  * and a fut TLS client (fut/tls.h, on a fiber of this process) drives it
  * over loopback: keep-alive and pipelined requests, HEAD, ALPN, the
  * close_notify after "Connection: close", plain HTTP and garbage sent to
- * the TLS port, refused requests (413, 501), SIGTERM. */
+ * the TLS port, refused requests (413, 501), SIGTERM; curl --cacert and
+ * wrk over https against it; and examples/https_get, the client example,
+ * against it and against `openssl s_server -www`. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "example_harness.h"
@@ -16,6 +22,9 @@
 
 #ifndef HTTPS_HELLO_BIN
 #error "HTTPS_HELLO_BIN: the path of examples/https_hello (set by cmake)"
+#endif
+#ifndef HTTPS_GET_BIN
+#error "HTTPS_GET_BIN: the path of examples/https_get (set by cmake)"
 #endif
 
 static char dir[64], crt[128], key[128];
@@ -179,6 +188,119 @@ START_TEST(sigterm_exit_0)
 }
 END_TEST
 
+/* Runs the shell command 'cmd' (bounded by `timeout 60`), its stdout in
+ * 'out'; returns its exit status (77: the tool is missing). */
+static int run_tool(const char *cmd, char *out, size_t cap)
+{
+    char full[1024];
+    snprintf(full, sizeof full, "timeout 60 %s", cmd);
+    FILE *p = popen(full, "r");
+    ck_assert_msg(p != NULL, "popen %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Real clients: curl --cacert (verification on, HTTP/1.1, ALPN) and wrk
+ * over https (keep-alive, 20 connections, 2 s, a 10 s timeout per
+ * request): every answer a 200, no socket error, and
+ * the server still exits 0 on SIGTERM. */
+START_TEST(tools)
+{
+    if (system("command -v curl >/dev/null && command -v wrk >/dev/null") !=
+        0) {
+        fprintf(stderr, "example_https.tools: curl or wrk missing: skip\n");
+        return;
+    }
+    struct ex_server s;
+    start(&s);
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd,
+             "curl -sS --http1.1 --cacert %s -w ' %%{http_code} "
+             "%%{http_version}' https://localhost:%d/",
+             crt, s.port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 0);
+    ck_assert_msg(strcmp(out, "hello 200 1.1") == 0, "curl: '%s'", out);
+    /* twice on one connection: keep-alive */
+    snprintf(
+        cmd, sizeof cmd,
+        "curl -sS --http1.1 --cacert %s -w ' %%{http_code} "
+        "%%{num_connects}\\n' https://localhost:%d/ https://localhost:%d/",
+        crt, s.port, s.port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 0);
+    ck_assert_msg(strcmp(out, "hello 200 1\nhello 200 0\n") == 0,
+                  "curl keep-alive: '%s'", out);
+    /* a wrong CA: curl refuses (exit 60), the server goes on */
+    snprintf(cmd, sizeof cmd,
+             "curl -sS --cacert /etc/ssl/certs/ca-certificates.crt "
+             "https://localhost:%d/ 2>&1",
+             s.port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 60);
+    snprintf(cmd, sizeof cmd,
+             "wrk -t1 -c20 -d2s --timeout 10s https://localhost:%d/ 2>&1",
+             s.port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 0);
+    long reqs = 0;
+    const char *p = strstr(out, " requests in ");
+    while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    if (p)
+        reqs = strtol(p, NULL, 10);
+    ck_assert_msg(reqs >= 100, "wrk: %ld requests\n%s", reqs, out);
+    ck_assert_msg(strstr(out, "Non-2xx") == NULL &&
+                      strstr(out, "Socket errors") == NULL,
+                  "wrk reported errors:\n%s", out);
+    fprintf(stderr, "example_https.tools: wrk %ld requests in 2 s\n", reqs);
+    ASSERT_EQ(ex_stop(&s, 15000), 0);
+}
+END_TEST
+
+/* examples/https_get, the client example: against https_hello (the
+ * status, the body's size, TLS 1.3, ALPN http/1.1), refused without the
+ * CA (the system store does not know it: exit 2, "certificate verify
+ * failed"), and against `openssl s_server -www` on a free port. */
+START_TEST(client)
+{
+    struct ex_server s;
+    start(&s);
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd, "%s --cacert %s localhost %d /", HTTPS_GET_BIN,
+             crt, s.port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 0);
+    ck_assert_str_eq(out, "status 200 bytes 5 tls TLSv1.3 alpn http/1.1\n");
+    snprintf(cmd, sizeof cmd, "%s localhost %d / 2>&1", HTTPS_GET_BIN,
+             s.port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "certificate verify failed") != NULL, "%s",
+                  out);
+    ASSERT_EQ(ex_stop(&s, 15000), 0);
+    /* openssl s_server -www: a free port, polled until it listens */
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+    ASSERT_EQ(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    int port = ntohs(sa.sin_port);
+    close(ls);
+    snprintf(
+        cmd, sizeof cmd,
+        "bash -c 'openssl s_server -quiet -www -accept %d -cert %s "
+        "-key %s </dev/null >/dev/null 2>&1 & S=$!; "
+        "for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/%d) "
+        "2>/dev/null && break; sleep 0.1; done; "
+        "%s --cacert %s localhost %d /; r=$?; kill $S; wait $S; exit $r'",
+        port, crt, key, port, HTTPS_GET_BIN, crt, port);
+    ASSERT_EQ(run_tool(cmd, out, sizeof out), 0);
+    ck_assert_msg(strncmp(out, "status 200 bytes ", 17) == 0 &&
+                      strstr(out, " tls TLSv1.3 alpn -\n") != NULL,
+                  "against s_server: '%s'", out);
+}
+END_TEST
+
 int main(void)
 {
     strcpy(dir, "/tmp/fut-https-XXXXXX");
@@ -194,6 +316,8 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "keepalive"), keepalive);
     tcase_add_test(fut_test_tcase(s, "bad_input"), bad_input);
     tcase_add_test(fut_test_tcase(s, "sigterm_exit_0"), sigterm_exit_0);
+    tcase_add_test(fut_test_tcase(s, "tools"), tools);
+    tcase_add_test(fut_test_tcase(s, "client"), client);
     int r = fut_test_run(s);
     tls_remove_dir(dir);
     return r;

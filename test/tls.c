@@ -10,6 +10,7 @@
  * exactly. Certificates are made at start-up with `openssl req` in a
  * temporary directory. Every case ends with the leak check. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@ extern char **environ;
 static char dir[64];
 static char rsa_crt[128], rsa_key[128], ec_crt[128], ec_key[128];
 static char big_crt[128], big_key[128];
+static char exp_ca[128], exp_crt[128], exp_key[128];
 
 static int make_certs(void)
 {
@@ -39,6 +41,9 @@ static int make_certs(void)
     snprintf(ec_key, sizeof ec_key, "%s/ec.key", dir);
     snprintf(big_crt, sizeof big_crt, "%s/big.crt", dir);
     snprintf(big_key, sizeof big_key, "%s/big.key", dir);
+    snprintf(exp_ca, sizeof exp_ca, "%s/exp-ca.crt", dir);
+    snprintf(exp_crt, sizeof exp_crt, "%s/exp.crt", dir);
+    snprintf(exp_key, sizeof exp_key, "%s/exp.key", dir);
     /* ~12 KiB of names: a server flight larger than a small socket
      * buffer, so the handshake's flush must wait. */
     static char extra[20000];
@@ -49,7 +54,8 @@ static int make_certs(void)
     if (tls_make_cert("-newkey rsa:2048", rsa_crt, rsa_key, NULL) ||
         tls_make_cert("-newkey ec -pkeyopt ec_paramgen_curve:P-256", ec_crt,
                       ec_key, NULL) ||
-        tls_make_cert("-newkey rsa:2048", big_crt, big_key, extra))
+        tls_make_cert("-newkey rsa:2048", big_crt, big_key, extra) ||
+        tls_make_expired_cert(dir, exp_ca, exp_crt, exp_key))
         return -1;
     return 0;
 }
@@ -417,6 +423,31 @@ START_TEST(tls_verify_refuses)
 }
 END_TEST
 
+/* A certificate that expired in 2020, signed by a CA the client trusts:
+ * refused for its dates alone, and the message says so. */
+START_TEST(tls_verify_expired)
+{
+    struct fut_runtime *rt = rt_make(0);
+    struct side srv, cli;
+    sides_init(&srv, &cli, exp_crt, exp_key, exp_ca, 100);
+    (void)run_pair(rt, &srv, &cli);
+    ck_assert_msg(cli.hs == FUT_ETLSCERT, "client %s (%s)",
+                  fut_strerror(cli.hs), cli.msg);
+    ck_assert_msg(strstr(cli.msg, "expired") != NULL, "%s", cli.msg);
+    ck_assert_msg(srv.hs == FUT_ETLS, "server %s (%s)", fut_strerror(srv.hs),
+                  srv.msg);
+    sides_free(&srv, &cli);
+    /* the same chain with verification off: only the dates were wrong */
+    sides_init(&srv, &cli, exp_crt, exp_key, exp_ca, 100);
+    ASSERT_EQ(fut_tls_ctx_set_verify(cli.ctx, 0), 0);
+    ASSERT_EQ(run_pair(rt, &srv, &cli), 0);
+    ck_assert_msg(cli.hs == 0, "verification off: %s (%s)",
+                  fut_strerror(cli.hs), cli.msg);
+    sides_free(&srv, &cli);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------------ resumption */
 
 START_TEST(tls_session_resumption)
@@ -758,6 +789,184 @@ START_TEST(tls_bad_input)
         fut_tls_ctx_free(srv.ctx);
         fut_runtime_free(rt);
     }
+}
+END_TEST
+
+/* One server, three connections at once: a peer that sends a ClientHello
+ * and then stops (the server's handshake deadline, fut_timeout, ends it),
+ * a ClientHello record cut in half and EOF (a truncated record), and a
+ * good client served while the first still waits. */
+enum { STALL, TRUNC, GOOD, NCONN };
+
+struct multi {
+    struct fut_tls_ctx *sctx, *cctx;
+    struct fut_io *listener;
+    int port;
+    int64_t deadline_ns; /* the server's handshake deadline */
+    int hs[NCONN];       /* per connection, in accept order */
+    int done[NCONN];
+    char msg[NCONN][256];
+    int good_while_stalled; /* GOOD finished before STALL ended */
+    int64_t stall_ns;       /* how long the staller was held */
+};
+
+struct multi_conn {
+    struct multi *m;
+    int i;
+    struct fut_io *io;
+};
+
+static intptr_t multi_conn_fn(void *arg)
+{
+    struct multi_conn *c = arg;
+    struct multi *m = c->m;
+    struct fut_tls *t = NULL;
+    ASSERT_EQ(fut_tls_new(m->sctx, c->io, NULL, &t), 0);
+    struct fut_tls_handshake hs;
+    fut_tls_handshake_init(&hs, t);
+    int r = fut_timeout_await(&hs, m->deadline_ns);
+    if (r == 0)
+        r = hs.result;
+    if (r == 0) { /* one line back, then close_notify */
+        char buf[64];
+        ssize_t n = fut_tls_read(t, buf, sizeof buf);
+        if (n > 0 && fut_tls_write_all(t, buf, (size_t)n) != n)
+            r = -1;
+        fut_tls_shutdown(t);
+    } else if (r != FUT_ETIMEDOUT) {
+        fut_tls_shutdown(t); /* the alert, if any */
+    }
+    m->hs[c->i] = r;
+    snprintf(m->msg[c->i], sizeof m->msg[c->i], "%s",
+             fut_tls_error_message(t));
+    fut_tls_free(t);
+    fut_io_close(c->io);
+    m->done[c->i] = 1;
+    return 0;
+}
+
+static intptr_t multi_server_fn(void *arg)
+{
+    struct multi *m = arg;
+    struct multi_conn c[NCONN];
+    struct fut_join j[NCONN];
+    for (int i = 0; i < NCONN; i++) {
+        c[i].m = m;
+        c[i].i = i;
+        if (fut_accept(m->listener, &c[i].io) != 0)
+            return -1;
+        ASSERT_EQ(fut_fiber_spawn(fut_runtime_current(), multi_conn_fn, &c[i],
+                                  big_stack(), &j[i]),
+                  0);
+    }
+    for (int i = 0; i < NCONN; i++) {
+        fut_await(&j[i]);
+        fut_drop(&j[i].base);
+    }
+    return 0;
+}
+
+static struct fut_io *multi_connect(int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    fut_addr_parse("127.0.0.1", port, &ss, &len);
+    struct fut_io *io = NULL;
+    ASSERT_EQ(fut_connect((struct sockaddr *)&ss, len, -1, &io), 0);
+    return io;
+}
+
+/* A real ClientHello, from an OpenSSL client over memory BIOs. */
+static size_t client_hello(unsigned char *buf, size_t cap)
+{
+    SSL_CTX *sc = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = SSL_new(sc);
+    BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+    ck_assert(sc && ssl && rb && wb);
+    SSL_set_bio(ssl, rb, wb);
+    SSL_set_connect_state(ssl);
+    ASSERT_EQ(SSL_do_handshake(ssl), -1); /* wants the server's answer */
+    int n = BIO_read(wb, buf, (int)cap);
+    SSL_free(ssl);
+    SSL_CTX_free(sc);
+    ck_assert_msg(n > 100, "ClientHello %d bytes", n);
+    return (size_t)n;
+}
+
+static intptr_t multi_clients_fn(void *arg)
+{
+    struct multi *m = arg;
+    unsigned char *hello = malloc(4096), *buf = malloc(20000);
+    size_t hlen = client_hello(hello, 4096);
+    /* STALL: the ClientHello, the server's first flight read, then
+     * nothing. */
+    int64_t t0 = fut_now_ns();
+    struct fut_io *stall = multi_connect(m->port);
+    ASSERT_EQ(fut_write_all(stall, hello, hlen), (ssize_t)hlen);
+    ck_assert_msg(fut_read(stall, buf, 20000) > 0, "no ServerHello");
+    /* TRUNC: half the ClientHello record, then EOF. */
+    struct fut_io *trunc = multi_connect(m->port);
+    ASSERT_EQ(fut_write_all(trunc, hello, hlen / 2), (ssize_t)(hlen / 2));
+    fut_io_shutdown(trunc, SHUT_WR);
+    while (fut_read(trunc, buf, 20000) > 0) {
+    }
+    fut_io_close(trunc);
+    /* GOOD: a whole exchange while STALL is held. */
+    struct fut_io *io = multi_connect(m->port);
+    struct fut_tls *t = NULL;
+    ASSERT_EQ(fut_tls_new(m->cctx, io, "localhost", &t), 0);
+    intptr_t bad = 0;
+    if (fut_tls_handshake(t) != 0 || fut_tls_write_all(t, "ping\n", 5) != 5 ||
+        fut_tls_read(t, buf, 20000) != 5 || memcmp(buf, "ping\n", 5) != 0 ||
+        fut_tls_shutdown(t) != 0)
+        bad = -2;
+    fut_tls_free(t);
+    fut_io_close(io);
+    m->good_while_stalled = !m->done[STALL];
+    /* STALL: the server closes it at its deadline. */
+    while (fut_read(stall, buf, 20000) > 0) {
+    }
+    m->stall_ns = fut_now_ns() - t0;
+    fut_io_close(stall);
+    free(hello);
+    free(buf);
+    return bad;
+}
+
+START_TEST(tls_bad_input_serves_others)
+{
+    struct fut_runtime *rt = rt_make(0);
+    struct multi m;
+    memset(&m, 0, sizeof m);
+    m.sctx = server_ctx(ec_crt, ec_key);
+    m.cctx = client_ctx(ec_crt);
+    m.deadline_ns = 2000 * MS;
+    m.listener = listen_any(&m.port);
+    struct fut_join js, jc;
+    ASSERT_EQ(fut_fiber_spawn(rt, multi_server_fn, &m, big_stack(), &js), 0);
+    ASSERT_EQ(fut_fiber_spawn(rt, multi_clients_fn, &m, big_stack(), &jc), 0);
+    ASSERT_EQ(fut_block_on(rt, &jc.base), 0);
+    ASSERT_EQ(fut_fiber_value(&jc), 0);
+    fut_drop(&jc.base);
+    ASSERT_EQ(fut_block_on(rt, &js.base), 0);
+    ASSERT_EQ(fut_fiber_value(&js), 0);
+    fut_drop(&js.base);
+    ck_assert_msg(m.hs[STALL] == FUT_ETIMEDOUT, "stalled: %s (%s)",
+                  fut_strerror(m.hs[STALL]), m.msg[STALL]);
+    ck_assert_msg(m.hs[TRUNC] == FUT_ETLSTRUNC, "truncated: %s (%s)",
+                  fut_strerror(m.hs[TRUNC]), m.msg[TRUNC]);
+    ck_assert_msg(m.hs[GOOD] == 0, "good: %s (%s)", fut_strerror(m.hs[GOOD]),
+                  m.msg[GOOD]);
+    ck_assert_msg(m.good_while_stalled, "the good client waited for the "
+                                        "stalled one");
+    /* held for the deadline, and closed soon after it */
+    ck_assert_msg(m.stall_ns >= m.deadline_ns - 50 * MS &&
+                      m.stall_ns < m.deadline_ns + 3000 * MS,
+                  "stalled peer held %lld ms", (long long)(m.stall_ns / MS));
+    fut_io_close(m.listener);
+    fut_tls_ctx_free(m.sctx);
+    fut_tls_ctx_free(m.cctx);
+    fut_runtime_free(rt);
 }
 END_TEST
 
@@ -1272,6 +1481,325 @@ END_TEST
  * future under fut_join2), over a Unix socket pair with 4 KiB send
  * buffers. A read that waited for the stream's queued records to be sent
  * would stall both ends: each waits for the other to read. */
+/* ------------------------------------------- key operations off-thread */
+
+static uintptr_t key_jobs(void)
+{
+    return fut__load(&fut__tls_key_jobs, FUT__RELAXED);
+}
+
+/* An RSA server signs on the blocking pool (TLS 1.3 and 1.2): the count
+ * of key jobs grows, the last one ran on a thread that is not the
+ * runtime's; an ECDSA server signs inline (the count stays). */
+START_TEST(tls_key_offload)
+{
+    struct fut_runtime *rt = rt_make(0);
+    for (int round = 0; round < 3; round++) {
+        struct side srv, cli;
+        const char *crt = round == 2 ? ec_crt : rsa_crt;
+        const char *key = round == 2 ? ec_key : rsa_key;
+        sides_init(&srv, &cli, crt, key, crt, 1000);
+        if (round == 1)
+            ASSERT_EQ(
+                fut_tls_ctx_set_versions(cli.ctx, FUT_TLS_1_2, FUT_TLS_1_2),
+                0);
+        fut__store(&fut__tls_key_job_thread, 0, FUT__RELAXED);
+        uintptr_t before = key_jobs();
+        ASSERT_EQ(run_pair(rt, &srv, &cli), 0);
+        ck_assert_msg(cli.hs == 0 && srv.hs == 0, "round %d: %s / %s", round,
+                      cli.msg, srv.msg);
+        ck_assert_str_eq(cli.version, round == 1 ? "TLSv1.2" : "TLSv1.3");
+        uintptr_t jobs = key_jobs() - before;
+        if (round < 2) {
+            ck_assert_msg(jobs >= 1, "round %d: no key job", round);
+            uintptr_t th = fut__load(&fut__tls_key_job_thread, FUT__RELAXED);
+            ck_assert_msg(th != 0 && th != (uintptr_t)pthread_self(),
+                          "round %d: the key job ran on the runtime's "
+                          "thread",
+                          round);
+        } else {
+            ck_assert_msg(jobs == 0, "ECDSA: %lu key jobs",
+                          (unsigned long)jobs);
+        }
+        sides_free(&srv, &cli);
+    }
+    fut_runtime_free(rt);
+}
+END_TEST
+
+/* The server's handshake future, dropped right after the poll that sent
+ * the signing step to the pool (the job queued or running): mode 0 goes
+ * on with a new handshake future, which finishes; mode 1 frees the stream
+ * at once (fut_tls_free waits for the job: no use after free under ASan,
+ * no race under TSan). Output: 'result' = the handshake's, or 0 when
+ * freed. */
+struct kdrop {
+    struct fut_future base;
+    struct fut_tls *t;
+    int mode;
+    struct fut_tls_handshake hs;
+    int live, dropped, result;
+};
+
+static int kdrop_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct kdrop *d = (struct kdrop *)fb;
+    for (;;) {
+        if (!d->live) {
+            fut_tls_handshake_init(&d->hs, d->t);
+            d->live = 1;
+        }
+        if (fut_poll(&d->hs.base, cx) == FUT_READY) {
+            d->result = d->hs.result;
+            fut_drop(&d->hs.base);
+            d->live = 0;
+            return FUT_READY;
+        }
+        if (d->dropped || !d->t->kj_busy)
+            return FUT_PENDING;
+        fut_drop(&d->hs.base);
+        d->live = 0;
+        d->dropped = 1;
+        if (d->mode == 1) {
+            fut_tls_free(d->t);
+            d->t = NULL;
+            d->result = 0;
+            return FUT_READY;
+        }
+    }
+}
+
+static void kdrop_drop(struct fut_future *fb)
+{
+    struct kdrop *d = (struct kdrop *)fb;
+    if (d->live)
+        fut_drop(&d->hs.base);
+    d->live = 0;
+}
+
+static const struct fut_future_vtable kdrop_vt = {kdrop_poll, kdrop_drop,
+                                                  "kdrop", NULL};
+
+static intptr_t hs_fiber(void *arg)
+{
+    return fut_tls_handshake(arg);
+}
+
+START_TEST(tls_key_offload_drop)
+{
+    int runs = TEST_ITERS(20, 5);
+    for (int mode = 0; mode < 2; mode++) {
+        for (int k = 0; k < runs; k++) {
+            struct fut_runtime *rt = rt_make(0);
+            struct tls_pair pr;
+            pair_open(&pr, rsa_crt, rsa_key);
+            struct fut_join jc;
+            ASSERT_EQ(fut_fiber_spawn(rt, hs_fiber, pr.tc, big_stack(), &jc),
+                      0);
+            struct kdrop d;
+            memset(&d, 0, sizeof d);
+            fut_future_init(&d.base, &kdrop_vt);
+            d.t = pr.ts;
+            d.mode = mode;
+            ASSERT_EQ(fut_block_on(rt, &d.base), 0);
+            fut_drop(&d.base);
+            ck_assert_msg(d.dropped, "mode %d: no key job to drop", mode);
+            if (mode == 1) {
+                pr.ts = NULL; /* freed while its job was in flight */
+                fut_io_close(pr.a);
+                pr.a = NULL;
+            } else {
+                ck_assert_msg(d.result == 0, "server: %s (%s)",
+                              fut_strerror(d.result),
+                              fut_tls_error_message(pr.ts));
+            }
+            ASSERT_EQ(fut_block_on(rt, &jc.base), 0);
+            intptr_t v = fut_fiber_value(&jc);
+            fut_drop(&jc.base);
+            if (mode == 0)
+                ck_assert_msg(v == 0, "client: %s", fut_strerror((int)v));
+            else
+                ck_assert_msg(v < 0, "client finished a handshake with a "
+                                     "freed server");
+            pair_close(&pr);
+            fut_runtime_free(rt);
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------ many handshakes held */
+
+/* 1,000 clients (200 under TSan) connect and handshake to one in-process
+ * server at once, and every connection stays open until all of them
+ * have completed their handshake: the server holds them all, then says
+ * "x" on each and closes with close_notify. Bounded: 120 s for the
+ * whole, or the test fails. */
+static struct {
+    struct fut_tls_ctx *sctx, *cctx;
+    struct fut_io *listener;
+    int port, n;
+    long established, max_open, open, failed, served, clients_ok;
+    pthread_mutex_t lock; /* the counters: fibers run on any worker */
+} MH;
+
+static void mh_add(long *v, long d)
+{
+    pthread_mutex_lock(&MH.lock);
+    *v += d;
+    if (MH.open > MH.max_open)
+        MH.max_open = MH.open;
+    pthread_mutex_unlock(&MH.lock);
+}
+
+static long mh_get(const long *v)
+{
+    pthread_mutex_lock(&MH.lock);
+    long x = *v;
+    pthread_mutex_unlock(&MH.lock);
+    return x;
+}
+
+/* Fiber options with a 256 KiB stack: set by the test before any fiber
+ * runs, then only read (fibers on two workers read them at once). */
+static struct fut_fiber_opts mid_opts;
+
+static intptr_t mh_conn(void *arg)
+{
+    struct fut_io *io = arg;
+    struct fut_tls *t = NULL;
+    ASSERT_EQ(fut_tls_new(MH.sctx, io, NULL, &t), 0);
+    mh_add(&MH.open, 1);
+    if (fut_tls_handshake(t) == 0) {
+        mh_add(&MH.established, 1);
+        while (mh_get(&MH.established) < MH.n && mh_get(&MH.failed) == 0)
+            fut_sleep(10 * MS);
+        if (fut_tls_write_all(t, "x", 1) == 1 && fut_tls_shutdown(t) == 0)
+            mh_add(&MH.served, 1);
+    } else {
+        mh_add(&MH.failed, 1);
+    }
+    mh_add(&MH.open, -1);
+    fut_tls_free(t);
+    fut_io_close(io);
+    return 0;
+}
+
+static intptr_t mh_server(void *arg)
+{
+    (void)arg;
+    struct fut_join *j = calloc((size_t)MH.n, sizeof *j);
+    for (int i = 0; i < MH.n; i++) {
+        struct fut_io *io = NULL;
+        if (fut_accept(MH.listener, &io) != 0)
+            return -1;
+        ASSERT_EQ(fut_fiber_spawn(NULL, mh_conn, io, &mid_opts, &j[i]), 0);
+    }
+    for (int i = 0; i < MH.n; i++) {
+        fut_await(&j[i]);
+        fut_drop(&j[i].base);
+    }
+    free(j);
+    return 0;
+}
+
+static intptr_t mh_client(void *arg)
+{
+    (void)arg;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    fut_addr_parse("127.0.0.1", MH.port, &ss, &len);
+    struct fut_io *io = NULL;
+    if (fut_connect((struct sockaddr *)&ss, len, -1, &io) != 0)
+        return -1;
+    struct fut_tls *t = NULL;
+    ASSERT_EQ(fut_tls_new(MH.cctx, io, "localhost", &t), 0);
+    intptr_t v = -2;
+    char c[2];
+    if (fut_tls_handshake(t) == 0 && fut_tls_read(t, c, 2) == 1 &&
+        c[0] == 'x' && fut_tls_read(t, c, 2) == 0) {
+        v = 0;
+        mh_add(&MH.clients_ok, 1);
+    }
+    fut_tls_free(t);
+    fut_io_close(io);
+    return v;
+}
+
+struct mh_all {
+    struct fut_future base;
+    struct fut_join *j; /* server, then the clients */
+    int n, next;
+};
+
+static int mh_all_poll(struct fut_future *fb, struct fut_context *cx)
+{
+    struct mh_all *a = (struct mh_all *)fb;
+    while (a->next < a->n) {
+        if (fut_poll(&a->j[a->next].base, cx) == FUT_PENDING)
+            return FUT_PENDING;
+        a->next++;
+    }
+    return FUT_READY;
+}
+
+static const struct fut_future_vtable mh_all_vt = {mh_all_poll, NULL,
+                                                   "mh_all", NULL};
+
+START_TEST(tls_many_handshakes)
+{
+    memset(&MH, 0, sizeof MH);
+    pthread_mutex_init(&MH.lock, NULL);
+    MH.n = TEST_ITERS(1000, 200);
+    fut_fiber_opts_init(&mid_opts);
+    mid_opts.stack_size = 256 * 1024;
+    MH.sctx = server_ctx(ec_crt, ec_key);
+    MH.cctx = client_ctx(ec_crt);
+    MH.listener = listen_any(&MH.port);
+    struct fut_runtime *rt = rt_make(0);
+    struct fut_join *j = calloc((size_t)MH.n + 1, sizeof *j);
+    int64_t t0 = fut_now_ns();
+    ASSERT_EQ(fut_fiber_spawn(rt, mh_server, NULL, big_stack(), &j[0]), 0);
+    for (int i = 0; i < MH.n; i++)
+        ASSERT_EQ(fut_fiber_spawn(rt, mh_client, NULL, &mid_opts, &j[i + 1]),
+                  0);
+    struct mh_all all;
+    fut_future_init(&all.base, &mh_all_vt);
+    all.j = j;
+    all.n = MH.n + 1;
+    all.next = 0;
+    struct fut_timeout to;
+    fut_timeout_init(&to, &all.base, fut_now_ns() + 120000 * MS);
+    ASSERT_EQ(fut_block_on(rt, &to.base), 0);
+    ck_assert_msg(to.result == 0,
+                  "not done in 120 s: %ld established, %ld failed, %ld "
+                  "served, %ld clients done",
+                  MH.established, MH.failed, MH.served, MH.clients_ok);
+    fut_drop(&to.base);
+    int64_t ms = (fut_now_ns() - t0) / MS;
+    for (int i = 0; i <= MH.n; i++) {
+        ck_assert_msg(fut_fiber_value(&j[i]) == 0, "fiber %d: %ld", i,
+                      (long)fut_fiber_value(&j[i]));
+        fut_drop(&j[i].base);
+    }
+    free(j);
+    ASSERT_EQ(MH.failed, 0);
+    ASSERT_EQ(MH.established, MH.n);
+    ASSERT_EQ(MH.served, MH.n);
+    ASSERT_EQ(MH.clients_ok, MH.n);
+    /* every connection was open at once: none was served before all
+     * had completed their handshake */
+    ASSERT_EQ(MH.max_open, MH.n);
+    fprintf(stderr, "tls.many: %d handshakes held at once, %lld ms\n", MH.n,
+            (long long)ms);
+    fut_runtime_free(rt);
+    fut_io_close(MH.listener);
+    fut_tls_ctx_free(MH.sctx);
+    fut_tls_ctx_free(MH.cctx);
+    pthread_mutex_destroy(&MH.lock);
+}
+END_TEST
+
 START_TEST(tls_full_duplex)
 {
     size_t total = 600000;
@@ -1334,6 +1862,7 @@ int main(void)
     tcase_add_test(tc, tls_close_clean_vs_unclean);
     tc = fut_test_tcase(s, "verify");
     tcase_add_test(tc, tls_verify_refuses);
+    tcase_add_test(tc, tls_verify_expired);
     tc = fut_test_tcase(s, "resume");
     tcase_add_test(tc, tls_session_resumption);
     tc = fut_test_tcase(s, "s_client");
@@ -1342,11 +1871,17 @@ int main(void)
     tcase_add_test(tc, tls_client_vs_s_server);
     tc = fut_test_tcase(s, "bad_input");
     tcase_add_test(tc, tls_bad_input);
+    tcase_add_test(tc, tls_bad_input_serves_others);
     tc = fut_test_tcase(s, "cancel");
     tcase_add_test(tc, tls_drop_read);
     tcase_add_test(tc, tls_drop_write);
     tcase_add_test(tc, tls_drop_handshake);
     tcase_add_test(tc, tls_drop_read_harness);
+    tc = fut_test_tcase(s, "keyop");
+    tcase_add_test(tc, tls_key_offload);
+    tcase_add_test(tc, tls_key_offload_drop);
+    tc = fut_test_tcase(s, "many");
+    tcase_add_test(tc, tls_many_handshakes);
     tc = fut_test_tcase(s, "duplex");
     tcase_add_test(tc, tls_full_duplex);
     int r = fut_test_run(s);

@@ -126,6 +126,27 @@ FUT_EXTERN int fut_tls_ctx_set_versions(struct fut_tls_ctx *c,
                                         enum fut_tls_version min,
                                         enum fut_tls_version max);
 
+/** Where a server's private-key operation (the handshake's signature)
+ * runs: FUT_TLS_KEYOP_AUTO (the default) on the blocking pool when the
+ * key is RSA - an RSA-2048 signature costs 0.3 to 1.7 ms of a core,
+ * which would stall every connection of the worker - and inline for
+ * ECDSA; FUT_TLS_KEYOP_POOL always on the pool;
+ * FUT_TLS_KEYOP_INLINE always inside the handshake's poll. docs/tls.md,
+ * "Key operations", has the measurements. A runtime without a blocking
+ * pool signs inline. */
+enum fut_tls_keyop {
+    FUT_TLS_KEYOP_AUTO = 0,  /**< pool for RSA, inline otherwise */
+    FUT_TLS_KEYOP_POOL = 1,  /**< always on the blocking pool */
+    FUT_TLS_KEYOP_INLINE = 2 /**< always inline */
+};
+/** Sets where a server context's key operations run (enum fut_tls_keyop;
+ * the default is FUT_TLS_KEYOP_AUTO). Streams made before keep their
+ * context's setting at the time of their handshake steps. A client
+ * context takes the setting and never signs. Returns 0 or FUT_EINVAL.
+ * Thread: before the first stream, one thread. */
+FUT_EXTERN int fut_tls_ctx_set_key_offload(struct fut_tls_ctx *c,
+                                           enum fut_tls_keyop mode);
+
 /** ALPN: 'protos' = 'n' protocol names ("h2", "http/1.1"; 1..255 bytes
  * each), copied. Client: the names offered, in order. Server: the names
  * it accepts, in its order of preference: the first of them the client
@@ -158,7 +179,10 @@ FUT_EXTERN int fut_tls_new(struct fut_tls_ctx *c, struct fut_io *io,
 /** Frees a stream (NULL: nothing). Every future of it must have been
  * dropped. Sends nothing (use fut_tls_shutdown_init first for a clean
  * close); 'io' stays open and the caller's. Queued records not yet sent
- * are discarded. Thread: any, once. */
+ * are discarded. When a handshake step of the stream is running on the
+ * blocking pool (a server's signature, fut_tls_ctx_set_key_offload), it
+ * waits on the calling thread until that step returned (about one
+ * signature plus the pool's queue). Thread: any, once. */
 FUT_EXTERN void fut_tls_free(struct fut_tls *t);
 
 /** The byte stream under 't'. */

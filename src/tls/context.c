@@ -107,6 +107,29 @@ void fut_tls_ctx_free(struct fut_tls_ctx *c)
     fut_mem_free(c, sizeof *c);
 }
 
+/* After a key was set: RSA keys sign on the blocking pool (stream.c). */
+static void note_key(struct fut_tls_ctx *c)
+{
+    EVP_PKEY *k = SSL_CTX_get0_privatekey(c->ssl);
+    int id = k ? EVP_PKEY_get_base_id(k) : EVP_PKEY_NONE;
+    c->key_rsa = id == EVP_PKEY_RSA || id == EVP_PKEY_RSA_PSS;
+    c->key_offload = c->keyop == FUT_TLS_KEYOP_POOL ||
+                     (c->keyop == FUT_TLS_KEYOP_AUTO && c->key_rsa);
+}
+
+int fut_tls_ctx_set_key_offload(struct fut_tls_ctx *c,
+                                enum fut_tls_keyop mode)
+{
+    FUT_ARG_CHECK(c, "'c' is NULL");
+    FUT_ARG_CHECK(mode == FUT_TLS_KEYOP_AUTO || mode == FUT_TLS_KEYOP_POOL ||
+                      mode == FUT_TLS_KEYOP_INLINE,
+                  "unknown mode");
+    c->keyop = mode;
+    c->key_offload = mode == FUT_TLS_KEYOP_POOL ||
+                     (mode == FUT_TLS_KEYOP_AUTO && c->key_rsa);
+    return 0;
+}
+
 int fut_tls_ctx_use_cert_files(struct fut_tls_ctx *c, const char *chain_path,
                                const char *key_path)
 {
@@ -120,6 +143,7 @@ int fut_tls_ctx_use_cert_files(struct fut_tls_ctx *c, const char *chain_path,
         return ctx_fail(c, key_path);
     if (SSL_CTX_check_private_key(c->ssl) != 1)
         return ctx_fail(c, "the key does not match the certificate");
+    note_key(c);
     return 0;
 }
 
@@ -161,6 +185,8 @@ int fut_tls_ctx_use_cert_pem(struct fut_tls_ctx *c, const char *chain,
         r = ctx_fail(c, "the key does not match the certificate");
     EVP_PKEY_free(k);
     BIO_free(b);
+    if (r == 0)
+        note_key(c);
     return r;
 }
 

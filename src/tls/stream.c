@@ -5,8 +5,10 @@
  * handshake and session resumption. The stream's rules are the opening
  * comment of src/tls/tls_internal.h. */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
@@ -69,10 +71,13 @@ int fut_tls_new(struct fut_tls_ctx *c, struct fut_io *io, const char *name,
     return 0;
 }
 
+static void fut__tls_key_wait(struct fut_tls *t);
+
 void fut_tls_free(struct fut_tls *t)
 {
     if (!t)
         return;
+    fut__tls_key_wait(t);
     if (t->wr_busy)
         fut_drop(&t->wr.base);
     fut__tls_release_read(t);
@@ -90,10 +95,133 @@ const char *fut_tls_error_message(const struct fut_tls *t)
     return t ? t->msg : "";
 }
 
+/* ------------------------------------------------------ key operations */
+
+/* A server with an RSA key signs while it processes the ClientHello (the
+ * CertificateVerify of TLS 1.3, the ServerKeyExchange of TLS 1.2 with
+ * ECDHE): about 1.7 ms of a core for RSA-2048, which would stall every
+ * connection of the worker. Those steps run on the blocking pool as one
+ * SSL_do_handshake over the stream's memory BIOs; ECDSA signs in tens of
+ * microseconds and stays inline. A resumed session does not sign: its
+ * step makes the trip all the same (the ClientHello does not say so
+ * before OpenSSL has read it). */
+
+fut__aword fut__tls_key_jobs;
+fut__aword fut__tls_key_job_thread;
+
+static intptr_t key_job(void *arg)
+{
+    struct fut_tls *t = arg;
+    ERR_clear_error(); /* this thread's queue */
+    int rc = SSL_do_handshake(t->ssl);
+    int e = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, rc);
+    t->kj_msg[0] = '\0';
+    if (rc != 1 && e != SSL_ERROR_WANT_READ)
+        fut__tls_drain_errors(t->kj_msg, sizeof t->kj_msg, NULL);
+    else
+        ERR_clear_error();
+    t->kj_rc = rc;
+    t->kj_e = e;
+    /* The pool thread's OpenSSL state (its error queue, its random
+     * generators) goes now, not at the thread's exit: a pool thread may
+     * still be exiting when the process does (the pool does not wait for
+     * that), and LeakSanitizer then reports the error queue. It costs a
+     * fresh generator on this thread's next job: noise next to the
+     * signature. */
+    OPENSSL_thread_stop();
+    fut__fetch_add(&fut__tls_key_jobs, 1, FUT__RELAXED);
+    fut__store(&fut__tls_key_job_thread, (uintptr_t)pthread_self(),
+               FUT__RELAXED);
+    return 0;
+}
+
+/* The next handshake step goes to the pool: a server with an RSA key,
+ * before its flight, with input for OpenSSL (without input the step only
+ * asks for more, at no cost). */
+static int key_step_offloaded(struct fut_tls *t)
+{
+    return t->ctx->key_offload && !t->kj_off &&
+           t->ctx->role == FUT_TLS_SERVER && BIO_pending(t->rbio) > 0;
+}
+
+int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx)
+{
+    if (!t->kj_busy)
+        return FUT_READY;
+    if (fut_poll(&t->kj.base, cx) == FUT_PENDING)
+        return FUT_PENDING;
+    int r = t->kj.result;
+    fut_drop(&t->kj.base);
+    t->kj_busy = 0;
+    if (r == 0)
+        t->kj_ready = 1; /* the handshake loop takes the results */
+    else
+        t->kj_off = 1; /* no pool here (or it refused): inline from now */
+    return FUT_READY;
+}
+
+/* fut_tls_free of a stream whose key operation is in flight: the job may
+ * be running on the SSL, so it is awaited here, on this thread (at most
+ * one signature and the pool's queue), never dropped. */
+struct key_waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int woken;
+};
+
+static void kw_wake(const void *data)
+{
+    struct key_waiter *w = (struct key_waiter *)(uintptr_t)data;
+    pthread_mutex_lock(&w->lock);
+    w->woken = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static struct fut_waker kw_clone(const void *data);
+
+static void kw_drop(const void *data)
+{
+    (void)data;
+}
+
+static const struct fut_waker_vtable kw_vt = {kw_clone, kw_wake, kw_wake,
+                                              kw_drop};
+
+static struct fut_waker kw_clone(const void *data)
+{
+    struct fut_waker w = {data, &kw_vt};
+    return w;
+}
+
+static void fut__tls_key_wait(struct fut_tls *t)
+{
+    if (!t->kj_busy)
+        return;
+    struct key_waiter w;
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    w.woken = 0;
+    struct fut_context cx;
+    fut_context_init(&cx, kw_clone(&w));
+    while (fut__tls_key_settle(t, &cx) == FUT_PENDING) {
+        pthread_mutex_lock(&w.lock);
+        while (!w.woken)
+            pthread_cond_wait(&w.cond, &w.lock);
+        w.woken = 0;
+        pthread_mutex_unlock(&w.lock);
+    }
+    /* the pool keeps no clone once the job is DONE and dropped */
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+}
+
 /* ------------------------------------------------------------ the pump */
 
 int fut__tls_flush(struct fut_tls *t, struct fut_context *cx, int *res)
 {
+    if (t->kj_busy && fut__tls_key_settle(t, cx) == FUT_PENDING)
+        return FUT_PENDING;
     if (t->io_failed) {
         *res = t->err;
         return FUT_READY;
@@ -142,6 +270,8 @@ void fut__tls_release_read(struct fut_tls *t)
 
 int fut__tls_fill(struct fut_tls *t, struct fut_context *cx, int *res)
 {
+    if (t->kj_busy && fut__tls_key_settle(t, cx) == FUT_PENDING)
+        return FUT_PENDING;
     if (t->eof) {
         *res = 0;
         return FUT_READY;
@@ -183,7 +313,12 @@ int fut__tls_fill(struct fut_tls *t, struct fut_context *cx, int *res)
 
 int fut__tls_fail(struct fut_tls *t, struct fut_context *cx, int rc)
 {
-    int e = SSL_get_error(t->ssl, rc);
+    return fut__tls_fail_e(t, cx, SSL_get_error(t->ssl, rc), NULL);
+}
+
+int fut__tls_fail_e(struct fut_tls *t, struct fut_context *cx, int e,
+                    const char *drained)
+{
     long vr = SSL_get_verify_result(t->ssl);
     int code;
     char head[160];
@@ -206,6 +341,10 @@ int fut__tls_fail(struct fut_tls *t, struct fut_context *cx, int rc)
         t->err = code;
         t->msg[0] = '\0';
         fut__tls_drain_errors(t->msg, sizeof t->msg, head[0] ? head : NULL);
+        size_t off = strlen(t->msg);
+        if (drained && drained[0] && off + 3 < sizeof t->msg)
+            snprintf(t->msg + off, sizeof t->msg - off, "%s%s",
+                     off ? "; " : "", drained);
     } else {
         ERR_clear_error();
     }
@@ -222,6 +361,8 @@ int fut__tls_fail(struct fut_tls *t, struct fut_context *cx, int rc)
 int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
 {
     for (;;) {
+        if (t->kj_busy && fut__tls_key_settle(t, cx) == FUT_PENDING)
+            return FUT_PENDING;
         if (t->err) {
             *res = t->err;
             return FUT_READY;
@@ -244,8 +385,32 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
             *res = 0;
             return FUT_READY;
         }
-        ERR_clear_error();
-        int rc = SSL_do_handshake(t->ssl);
+        int rc, e;
+        const char *drained = NULL;
+        if (t->kj_ready) { /* a step that ran on the blocking pool */
+            t->kj_ready = 0;
+            rc = t->kj_rc;
+            e = t->kj_e;
+            drained = t->kj_msg;
+            /* The server's flight ends with Finished (TLS 1.3, and a
+             * resumption) or ServerHelloDone (TLS 1.2): the signature is
+             * made, later steps run inline. A partial ClientHello or a
+             * HelloRetryRequest leaves the next step on the pool. */
+            OSSL_HANDSHAKE_STATE st = SSL_get_state(t->ssl);
+            if (rc == 1 || st == TLS_ST_SW_FINISHED ||
+                st == TLS_ST_SW_SRVR_DONE || ++t->kj_steps >= 4)
+                t->kj_off = 1;
+        } else if (key_step_offloaded(t)) {
+            fut_spawn_blocking_init(&t->kj, key_job, t);
+            t->kj_busy = 1;
+            if (fut__tls_key_settle(t, cx) == FUT_PENDING)
+                return FUT_PENDING;
+            continue;
+        } else {
+            ERR_clear_error();
+            rc = SSL_do_handshake(t->ssl);
+            e = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, rc);
+        }
         if (rc == 1) {
             t->hs_done = 1;
             const unsigned char *p = NULL;
@@ -257,8 +422,8 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
             }
             continue; /* flush the last flight */
         }
-        if (SSL_get_error(t->ssl, rc) != SSL_ERROR_WANT_READ) {
-            *res = fut__tls_fail(t, cx, rc);
+        if (e != SSL_ERROR_WANT_READ) {
+            *res = fut__tls_fail_e(t, cx, e, drained);
             return FUT_READY;
         }
         if (BIO_pending(t->wbio) > 0)

@@ -25,7 +25,17 @@
  *     every later future's result; after a TLS failure the records
  *     queued (OpenSSL's alert) are still sent by a flush or shutdown
  *     future, after a failure of the byte stream ('io_failed') nothing;
- *   - socket EOF sets 'eof' and makes rbio report EOF to OpenSSL.
+ *   - socket EOF sets 'eof' and makes rbio report EOF to OpenSSL;
+ *   - key operations (stream.c, "key operations"): a server whose key is
+ *     RSA runs the handshake steps that may sign - those that process the
+ *     ClientHello, until one produced the server's flight - as one
+ *     SSL_do_handshake on the blocking pool, through the inner future
+ *     'kj'. While 'kj_busy' the pool thread owns the SSL (and its BIOs)
+ *     and the 'kj_*' results: no other code touches them until 'kj'
+ *     returned READY (the pool's DONE store, release, and its poll's
+ *     acquire load order the hand-over). Like 'wr', 'kj' is never
+ *     dropped while it may run: every future polls it on first
+ *     (fut__tls_key_settle), and fut_tls_free waits for it.
  */
 #ifndef FUT_TLS_INTERNAL_H
 #define FUT_TLS_INTERNAL_H
@@ -33,13 +43,17 @@
 #include <openssl/ssl.h>
 
 #include "fut/tls.h"
+#include "util/atomic.h"
 
 struct fut_tls_ctx {
     SSL_CTX *ssl;
     enum fut_tls_role role;
     unsigned char *alpn; /* wire format: length-prefixed names */
     size_t alpn_len;
-    char msg[512]; /* the last failure's text */
+    char msg[512];   /* the last failure's text */
+    int keyop;       /* enum fut_tls_keyop */
+    int key_rsa;     /* the key is RSA */
+    int key_offload; /* sign on the blocking pool (keyop, key_rsa) */
 };
 
 /* Buffer sizes: one full record and its overhead, both ways. */
@@ -64,6 +78,14 @@ struct fut_tls {
     int shut_queued; /* close_notify is in wbio (or sent) */
     char alpn[256];
     char msg[512];
+    /* the key operation on the blocking pool (see the rules above) */
+    struct fut_blocking kj;
+    int kj_busy;  /* 'kj' was polled and has not returned READY */
+    int kj_ready; /* its results wait for the handshake loop */
+    int kj_off;   /* no more steps off-thread (signed, or no pool) */
+    int kj_steps; /* steps run on the pool (at most 4) */
+    int kj_rc, kj_e;
+    char kj_msg[512]; /* the pool thread's OpenSSL errors */
     unsigned char obuf[FUT__TLS_BUF];
     unsigned char ibuf[FUT__TLS_BUF];
 };
@@ -86,6 +108,17 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res);
  * it in t->err with the message, and tries to send what OpenSSL queued
  * (an alert) without waiting. Returns the code. */
 int fut__tls_fail(struct fut_tls *t, struct fut_context *cx, int rc);
+/* As fut__tls_fail, with SSL_get_error's answer 'e' taken already and
+ * the OpenSSL errors drained into 'drained' (NULL: drain them here). */
+int fut__tls_fail_e(struct fut_tls *t, struct fut_context *cx, int e,
+                    const char *drained);
+/* Polls the key operation if one is in flight: FUT_PENDING while it runs,
+ * FUT_READY once the stream is the runtime's again. */
+int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx);
+/* Key operations run off the runtime thread (for tests): a count and the
+ * last pool thread's pthread_t. Relaxed: statistics. */
+extern fut__aword fut__tls_key_jobs;
+extern fut__aword fut__tls_key_job_thread;
 /* Drops the inner read if it is pending (cancel-safe). */
 void fut__tls_release_read(struct fut_tls *t);
 
