@@ -3,8 +3,9 @@
  * docs/simulation.md): a swarm of 10,000 seeds over fut's own channels,
  * mutex, semaphore and scopes with invariants checked after every step;
  * seeded application bugs (a lost update, a shutdown that loses an
- * accepted but unserved item) found by the swarm and replayed from the
- * seed with FUT_SIM_SEED; an invariant that stops a run at its step and
+ * accepted but unserved item, a timeout that leaves a reply half
+ * written) found by the swarm and replayed from the seed with
+ * FUT_SIM_SEED; an invariant that stops a run at its step and
  * the replay lines; seeded allocation, EINTR and file faults that repeat
  * exactly for a seed; a spawn during teardown refused cleanly. */
 #include <fcntl.h>
@@ -994,6 +995,151 @@ START_TEST(workers_emulated)
 }
 END_TEST
 
+/* ------------- seeded bug: a timeout that leaves a reply half written */
+
+/* A protocol over a channel of ints (capacity 1, a socket's buffer): the
+ * server writes each reply as a header (-1 - id) then a body (id), under
+ * a 1 ms timeout per reply; the client reads promptly but stalls for
+ * 2 ms now and then (seeded). The bug (fixed = 0): a timeout between the two writes leaves
+ * the header alone, the server goes on with the next reply, and the
+ * client reads a header where a body belongs - out of sync. Fixed: a
+ * timed-out reply closes the stream (the client sees the end, not
+ * garbage). */
+enum { REPLIES = 6 };
+
+struct proto {
+    struct fut_mpsc_tx tx;
+    struct fut_mpsc_rx rx;
+    int fixed, desync, bodies;
+};
+
+struct write_reply {
+    struct fut_future base;
+    struct fut_mpsc_tx *tx;
+    int part[2], i;
+    struct fut_mpsc_send send;
+};
+
+static int write_reply_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct write_reply *w = (struct write_reply *)f;
+    FUT_BEGIN(f);
+    for (w->i = 0; w->i < 2; w->i++) {
+        fut_mpsc_send_init(&w->send, w->tx, &w->part[w->i]);
+        FUT_AWAIT(f, &w->send);
+        if (w->send.result != 0)
+            break;
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(write_reply_vt, "write_reply", write_reply_poll, NULL);
+
+struct replier {
+    struct fut_future base;
+    struct proto *p;
+    int id;
+    struct write_reply wr;
+    struct fut_timeout to;
+};
+
+static int replier_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct replier *r = (struct replier *)f;
+    struct proto *p = r->p;
+    FUT_BEGIN(f);
+    for (r->id = 0; r->id < REPLIES; r->id++) {
+        fut_future_init(&r->wr.base, &write_reply_vt);
+        r->wr.tx = &p->tx;
+        r->wr.part[0] = -1 - r->id;
+        r->wr.part[1] = r->id;
+        r->wr.i = 0;
+        fut_timeout_init(&r->to, &r->wr.base, fut_time_now() + MS);
+        FUT_AWAIT(f, &r->to);
+        if (r->to.result == FUT_ETIMEDOUT && r->wr.i == 1 && p->fixed)
+            break; /* half written: close the stream */
+    }
+    fut_mpsc_tx_drop(&p->tx);
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(replier_vt, "replier", replier_poll, NULL);
+
+struct reader {
+    struct fut_future base;
+    struct proto *p;
+    int v, want_body;
+    struct fut_sleep s;
+    struct fut_mpsc_recv recv;
+};
+
+static int reader_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct reader *r = (struct reader *)f;
+    struct proto *p = r->p;
+    FUT_BEGIN(f);
+    r->want_body = -1;
+    for (;;) {
+        /* Mostly prompt; now and then a 2 ms stall (a GC, a page-in). */
+        fut_sleep_init(&r->s, fut_sim_random() % 200 == 0 ? 2 * MS : 0);
+        FUT_AWAIT(f, &r->s);
+        fut_mpsc_recv_init(&r->recv, &p->rx, &r->v);
+        FUT_AWAIT(f, &r->recv);
+        if (r->recv.result != 0)
+            break; /* the end */
+        if (r->want_body >= 0) {
+            if (r->v != r->want_body)
+                p->desync = 1; /* a header (or another body) here */
+            else
+                p->bodies++;
+            r->want_body = -1;
+        } else if (r->v < 0) {
+            r->want_body = -1 - r->v;
+        } else {
+            p->desync = 1; /* a body without its header */
+        }
+    }
+    FUT_END(f);
+}
+FUT_ASYNC_VTABLE(reader_vt, "reader", reader_poll, NULL);
+
+static int proto_run(struct fut_runtime *rt, void *ud)
+{
+    struct proto *p = ud;
+    int fixed = p->fixed;
+    memset(p, 0, sizeof *p);
+    p->fixed = fixed;
+    ck_assert_int_eq(fut_mpsc_new(1, sizeof(int), NULL, &p->tx, &p->rx), 0);
+    struct replier w = {.p = p};
+    fut_future_init(&w.base, &replier_vt);
+    struct reader r = {.p = p};
+    fut_future_init(&r.base, &reader_vt);
+    struct fut_join j[2];
+    ck_assert_int_eq(fut_spawn(rt, &w, sizeof w, &j[0]), 0);
+    ck_assert_int_eq(fut_spawn(rt, &r, sizeof r, &j[1]), 0);
+    int res = 0;
+    for (int i = 0; i < 2; i++) {
+        int b = fut_block_on(rt, &j[i].base);
+        if (b && !res)
+            res = b;
+        fut_drop(&j[i].base);
+    }
+    fut_mpsc_rx_drop(&p->rx);
+    return res ? res : p->desync; /* 1: the protocol is out of sync */
+}
+
+START_TEST(timeout_half_reply_found)
+{
+    struct proto p;
+    memset(&p, 0, sizeof p);
+    find_and_replay("timeout leaves a reply half written", proto_run, &p, 0);
+    /* Closing the stream on a half-written reply: never out of sync. */
+    p.fixed = 1;
+    struct fut_sim_swarm sw = quiet_swarm();
+    struct fut_sim_swarm_result res;
+    ASSERT_EQ(fut_sim_swarm(&sw, 1, 10000, proto_run, &p, &res), 0);
+    ASSERT_EQ(res.seeds, 10000);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim_swarm");
@@ -1003,6 +1149,8 @@ int main(void)
     tcase_add_test(tc, lost_update_found);
     tc = fut_test_tcase(s, "shutdown_loss");
     tcase_add_test(tc, shutdown_loses_item_found);
+    tc = fut_test_tcase(s, "half_reply");
+    tcase_add_test(tc, timeout_half_reply_found);
     tc = fut_test_tcase(s, "invariant");
     tcase_add_test(tc, invariant_stops_at_step);
     tc = fut_test_tcase(s, "faults");
