@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim_bugs.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -297,49 +298,11 @@ END_TEST
 
 /* ---------------------------------------------------- a seeded app bug */
 
-/* Two tasks add 1 to a shared counter with an await between the read and
- * the write: a lost update when the other's read falls in between. */
-struct adder {
-    struct fut_future base;
-    int *counter;
-    int delay, v;
-    struct fut_yield y;
-};
-
-static int adder_poll(struct fut_future *f, struct fut_context *cx)
-{
-    struct adder *a = (struct adder *)f;
-    FUT_BEGIN(f);
-    while (a->delay-- > 0) {
-        fut_yield_init(&a->y);
-        FUT_AWAIT(f, &a->y);
-    }
-    a->v = *a->counter;
-    fut_yield_init(&a->y); /* the bug: an await between read and write */
-    FUT_AWAIT(f, &a->y);
-    *a->counter = a->v + 1;
-    FUT_END(f);
-}
-FUT_ASYNC_VTABLE(adder_vt, "adder", adder_poll, NULL);
-
-/* fut_sim_fn: 0 when no update was lost. */
+/* The lost update of sim_bugs.h, the second adder 12 yields behind.
+ * fut_sim_fn: 0 when no update was lost. */
 static int adders_run(struct fut_runtime *rt, void *ud)
 {
-    int *counter = ud;
-    *counter = 0;
-    struct fut_join j[2];
-    for (int i = 0; i < 2; i++) {
-        struct adder a;
-        fut_future_init(&a.base, &adder_vt);
-        a.counter = counter;
-        a.delay = i * 12; /* FIFO order never overlaps them */
-        ck_assert_int_eq(fut_spawn(rt, &a, sizeof a, &j[i]), 0);
-    }
-    for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(fut_block_on(rt, &j[i].base), 0);
-        fut_drop(&j[i].base);
-    }
-    return *counter == 2 ? 0 : 1;
+    return adders_join(rt, ud, 12);
 }
 
 START_TEST(seed_search_finds_bug)

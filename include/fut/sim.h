@@ -15,9 +15,16 @@
  *
  * The network is simulated for TCP (below: hosts, latency, partitions,
  * resets; docs/simulation.md): fut_tcp_* and the stream calls work
- * unchanged on simulated sockets. Not simulated (yet): UDP and Unix
- * sockets, pipes and other fds (refused with FUT_EINVAL), several
- * workers, faults driven by the seed.
+ * unchanged on simulated sockets. On request (below): N workers emulated
+ * on the one thread (cfg->workers > 1: per-worker queues, LIFO slots,
+ * stealing, all decided by the seed); seeded faults of the allocator
+ * hook and the file calls (fut_sim_set_faults); an invariant checked
+ * after every step (fut_sim_set_invariant); a swarm over many seeds that
+ * also chooses the faults per seed and prints the replay of the first
+ * failure (fut_sim_swarm).
+ *
+ * Not simulated (yet): UDP and Unix sockets, pipes and other fds
+ * (refused with FUT_EINVAL).
  */
 #ifndef FUT_SIM_H
 #define FUT_SIM_H
@@ -44,8 +51,10 @@ struct fut_sim_report {
  * failing seed reruns exactly. 'cfg' as for fut_runtime_new (NULL: the
  * defaults); its flavor must be FUT_RT_CURRENT_THREAD and it must have a
  * driver (no_driver 0); start_paused and io_backend are ignored (the
- * clock is virtual, the network simulated). Returns 0 with '*out' set
- * (free it with fut_runtime_free, which prints the FUT_SIM_VERBOSE=1 line
+ * clock is virtual, the network simulated); 'workers' above 1 (at most
+ * 256) emulates that many workers on the one thread (docs/simulation.md).
+ * Returns 0 with '*out' set (free it with fut_runtime_free, which prints
+ * the FUT_SIM_VERBOSE=1 line
  * "fut-sim seed=N steps=S virtual_ns=T trace=HEX" on stderr), FUT_EINVAL
  * (a bad or multi-thread config, no driver), FUT_ENOMEM, or the driver's
  * error. Every task must be spawned and run on the thread that calls
@@ -164,6 +173,119 @@ FUT_EXTERN int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
  * read are dropped at both ends). Returns 0, or FUT_EINVAL (not a
  * connected simulated socket, or reset already). */
 FUT_EXTERN int fut_sim_reset(struct fut_io *io);
+
+/* ----------------------------------------------------------------------
+ * Faults, invariants and the swarm (src/rt/sim_swarm.c)
+ * ---------------------------------------------------------------------- */
+
+/** Seeded fault kinds (a bit mask; fut_sim_set_faults, fut_sim_swarm). */
+#define FUT_SIM_FAULT_ALLOC                                                  \
+    1u /**< an allocation through fut's allocator
+                                  hook (the runtime's, fut_mem_alloc's)
+                                  fails: the call reports FUT_ENOMEM */
+#define FUT_SIM_FAULT_EINTR                                                  \
+    2u /**< a file read or write (fut_fs_read,
+                                  fut_fs_write: pread, pwrite) is
+                                  interrupted: -EINTR, which fut retries */
+#define FUT_SIM_FAULT_FS                                                     \
+    4u                       /**< a file call fails: open (-ENOENT,
+                                  -EACCES, -EMFILE), pread (-EIO,
+                                  -EAGAIN), pwrite (-EIO, -ENOSPC,
+                                  -EAGAIN), fstat and fsync (-EIO) */
+#define FUT_SIM_FAULT_ALL 7u /**< every kind above */
+
+/** Turns the seeded faults 'kinds' (FUT_SIM_FAULT_*; 0: none) on for
+ * the simulation runtime 'rt': each call of an enabled kind fails with
+ * chance 'ppm' / 1,000,000, decided by a generator seeded from the
+ * simulation's seed (its own stream: the schedule's draws are not
+ * moved), so a seed gives the same failures at the same calls. Faults
+ * strike inside fut_block_on only (the program's polls, never the
+ * runtime's teardown, the trace record or an invariant). 'ppm' must be
+ * below 1,000,000 when EINTR is on (an always-interrupted read is
+ * retried for ever). Returns 0, or FUT_EINVAL ('rt' is not a simulation,
+ * an unknown kind, ppm > 1,000,000). Thread: the simulation's, outside
+ * fut_block_on or in a task. */
+FUT_EXTERN int fut_sim_set_faults(struct fut_runtime *rt, unsigned kinds,
+                                  uint32_t ppm);
+
+/** How many faults the simulation runtime 'rt' injected so far, of the
+ * kinds in 'kinds' (FUT_SIM_FAULT_*). Not a simulation: 0. Thread: the
+ * simulation's. */
+FUT_EXTERN uint64_t fut_sim_faults_injected(struct fut_runtime *rt,
+                                            unsigned kinds);
+
+/** A user invariant: returns 0 when it holds, anything else when it is
+ * broken. It runs on the simulation's thread, between two polls, with
+ * no task running: it may read the program's state but must not block,
+ * spawn, wake or poll. */
+typedef int (*fut_sim_invariant_fn)(void *ud);
+
+/** Runs 'fn'(ud) after every step of the simulation runtime 'rt' (every
+ * poll of a task or of the fut_block_on future; NULL: none). The first
+ * time it does not return 0 the simulation stops there, as a
+ * FUT_SIM_CHECK divergence does: "fut-sim: seed=N invariant failed (R)
+ * after step S at virtual_ns=T" goes to stderr and fut_block_on returns
+ * FUT_ECANCELED, then and in every later call. Returns 0, or FUT_EINVAL
+ * ('rt' is not a simulation). Thread: the simulation's, outside
+ * fut_block_on or in a task. */
+FUT_EXTERN int fut_sim_set_invariant(struct fut_runtime *rt,
+                                     fut_sim_invariant_fn fn, void *ud);
+
+/** The step (1-based) at which the invariant of 'rt' failed, 0 when it
+ * has not (or 'rt' is not a simulation). Thread: the simulation's. */
+FUT_EXTERN uint64_t fut_sim_invariant_failed(struct fut_runtime *rt);
+
+/** A swarm: one scenario over many seeds (fut_sim_swarm). Zero it, then
+ * set what you need. */
+struct fut_sim_swarm {
+    const struct fut_rt_config *cfg; /**< each runtime's (NULL: defaults) */
+    unsigned faults;    /**< the fault kinds the swarm may turn on: each
+                           seed turns each of them on with chance 1/2,
+                           chosen from the seed (swarm testing) */
+    uint32_t fault_ppm; /**< each on kind's chance per call, per million
+                           (0: 2000); below 1,000,000 */
+    fut_sim_invariant_fn invariant; /**< after every step (NULL: none) */
+    void *invariant_ud;             /**< passed to invariant */
+    const char *commit; /**< printed in the replay line (NULL: the fut
+                           commit the library was configured at, or
+                           "unknown") */
+    const char *replay; /**< the command that reruns the test, printed
+                           after FUT_SIM_SEED=N (NULL: this process's
+                           command line, from /proc/self/cmdline) */
+    int quiet;          /**< 1: print no replay lines */
+};
+
+/** What a swarm found (fut_sim_swarm). */
+struct fut_sim_swarm_result {
+    uint64_t seeds;               /**< seeds run */
+    uint64_t failed_seed;         /**< the failing seed (when status != 0) */
+    int status;                   /**< 0, or the failing seed's result */
+    unsigned faults;              /**< the fault kinds that seed had on */
+    uint64_t injected;            /**< faults injected in its run */
+    uint64_t invariant_step;      /**< the step its invariant failed at (0:
+                                it did not; the scenario failed) */
+    struct fut_sim_report report; /**< its report */
+};
+
+/** Runs 'fn'(rt, ud) as fut_sim_run does, on the seeds first_seed,
+ * first_seed + 1, ... (n_seeds of them), each on a fresh simulation
+ * runtime with the fault kinds its seed chose out of sw->faults and the
+ * invariant sw->invariant; stops at the first seed whose 'fn' does not
+ * return 0 or whose invariant fails (then 'fn''s result, or
+ * FUT_ECANCELED if 'fn' returned 0) and prints, unless sw->quiet:
+ *   fut-sim: swarm: seed=N failed (R) after S steps commit=C
+ *            faults=alloc+fs ppm=P injected=I [invariant at step K]
+ *   fut-sim: replay: FUT_SIM_SEED=N COMMAND
+ * (one line each). With FUT_SIM_SEED=N in the environment only seed N
+ * runs, with the same fault choice: the replay. FUT_SIM_CHECK applies to
+ * every seed (fut_sim_run). Returns 0 (every seed passed), the failing
+ * seed's status, or FUT_EINVAL (sw or fn NULL, an unknown kind, a bad
+ * ppm). '*out' (may be NULL) gets what was found. 'fn' must reset the
+ * state it keeps in 'ud' at its start. Thread: any, outside a runtime. */
+FUT_EXTERN int fut_sim_swarm(const struct fut_sim_swarm *sw,
+                             uint64_t first_seed, uint64_t n_seeds,
+                             fut_sim_fn fn, void *ud,
+                             struct fut_sim_swarm_result *out);
 
 FUT_END_DECLS
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "platform/simfault.h"
 #include "util/list.h"
 
 static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -151,6 +152,10 @@ long fut_alloc_count(void)
 void *fut__alloc(size_t size)
 {
     bump(0, 1);
+    /* A simulation's seeded allocation failure (platform/simfault.h). */
+    if (FUT_UNLIKELY(fut__load(&fut__simfault_users, FUT__RELAXED)) &&
+        fut__simfault_hit(FUT__SIMFAULT_ALLOC))
+        return NULL;
     void *p = alloc_fn(alloc_ud, NULL, 0, size ? size : 1);
     if (p)
         bump(1, 1);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/simfault.h"
 #include "platform/sys.h"
 #include "util/atomic.h"
 
@@ -45,8 +46,59 @@ static void *hook_ud;
 
 static void rearm(void)
 {
-    fut__store(&fut__sys_armed, nrules > 0 || counting || fut__sys_hook,
+    /* A simulation with faults on needs the slow path too (simfault.h). */
+    fut__store(&fut__sys_armed,
+               nrules > 0 || counting || fut__sys_hook ||
+                   fut__load(&fut__simfault_users, FUT__RELAXED) != 0,
                FUT__RELAXED);
+}
+
+void fut__simfault_count(int delta)
+{
+    /* Relaxed: a hint (simfault.h); the fault state is thread-local. */
+    fut__fetch_add(&fut__simfault_users, (uintptr_t)(intptr_t)delta,
+                   FUT__RELAXED);
+    pthread_mutex_lock(&lock);
+    rearm();
+    pthread_mutex_unlock(&lock);
+}
+
+/* A simulation's seeded fault for this call (simfault.h): 1 with '*res'
+ * set when it fails. EINTR only where the caller retries it (the file
+ * reads and writes of src/blocking/fs.c); file errors on the file calls,
+ * which one chosen by the fault generator. */
+static int sim_fault(int op, long *res)
+{
+    static const int open_errs[] = {-ENOENT, -EACCES, -EMFILE};
+    static const int read_errs[] = {-EIO, -EAGAIN};
+    static const int write_errs[] = {-EIO, -ENOSPC, -EAGAIN};
+    const int *errs = NULL;
+    uint64_t n = 1;
+    switch (op) {
+    case FUT__SYS_PREAD:
+    case FUT__SYS_PWRITE:
+        if (fut__simfault_hit(FUT__SIMFAULT_EINTR)) {
+            *res = -EINTR;
+            return 1;
+        }
+        errs = op == FUT__SYS_PREAD ? read_errs : write_errs;
+        n = op == FUT__SYS_PREAD ? 2 : 3;
+        break;
+    case FUT__SYS_OPEN:
+        errs = open_errs;
+        n = 3;
+        break;
+    case FUT__SYS_FSTAT:
+    case FUT__SYS_FSYNC:
+        errs = read_errs; /* EIO */
+        break;
+    default:
+        return 0;
+    }
+    if (!fut__simfault_hit(FUT__SIMFAULT_FS))
+        return 0;
+    *res = errs[fut__simrng_below(&fut__tls_simfault->rng, n)];
+    return 1;
 }
 
 void fut__sys_set_hook(int op, void (*fn)(int, int, long, void *), void *ud)
@@ -140,6 +192,8 @@ int fut__sys_intercept(int op, int fd, size_t *len, long *res)
 {
     int fail = 0;
     fut__sys_shortened = 0;
+    if (FUT_UNLIKELY(fut__tls_simfault) && sim_fault(op, res))
+        return 1;
     pthread_mutex_lock(&lock);
     if (counting)
         calls[op]++;

@@ -52,25 +52,49 @@
  *     (a later block_on may bring what ends it).
  * fut__tls_simrng points at the generator while block_on or shutdown
  * runs, so select's fair start (src/core) draws from the seed too.
+ * Faults and invariants (src/rt/sim_swarm.c), simulation mode only:
+ *   - fut__tls_simfault points at the simulation's seeded faults while
+ *     block_on runs (when any kind is on), never during shutdown: a drop
+ *     never meets an injected failure;
+ *   - with N emulated workers (sim->workers, src/rt/sim_workers.c) the
+ *     local run queue is replaced by their queues: push_local goes to the
+ *     running worker's LIFO slot (or the injection queue), a requeue to
+ *     the back of its queue, pop_local asks the emulation (seeded);
+ *     'qlen' still counts every queued task;
+ *   - after every step the user's invariant (if set) runs; the first
+ *     failure stops the run as a divergence does (block_on returns
+ *     FUT_ECANCELED, then and in every later call).
  */
 #include <string.h>
 
 #include "rt/rt_internal.h"
 #include "rt/sim_trace.h"
+#include "rt/sim_workers.h"
 #include "rt/slab.h"
 #include "rt/watchdog.h"
 #include "util/mutex.h"
 
 #define TASK_F_UNLINKED 2u
 
-enum { SIM_DIVERGED = 1, SIM_DEADLOCK = 2 }; /* ct_sched.sim_stopped */
+enum {
+    SIM_DIVERGED = 1,
+    SIM_DEADLOCK = 2,
+    SIM_INVARIANT = 3
+}; /* sim_stopped */
 
 struct ct_sched {
     struct fut__sched base;
     /* runtime thread only */
     struct fut_task *head, *tail; /* local run queue (FIFO) */
     size_t qlen;                  /* tasks in it */
-    int sim_stopped;        /* simulation: SIM_DIVERGED or SIM_DEADLOCK */
+    /* Simulation: the local run queue as a ring of 'rcap' (a power of
+     * two) slots from 'rfirst', so the seeded pick is a memmove, not a
+     * list walk; the same FIFO order, so the same picks. NULL with
+     * 'rlist' set: growing it failed, the list above is used. */
+    struct fut_task **ring;
+    size_t rcap, rfirst;
+    int rlist;
+    int sim_stopped; /* simulation: SIM_DIVERGED, _DEADLOCK, _INVARIANT */
     struct fut__list owned; /* live tasks (fut_task.owned) */
     struct fut__slab slab;
     int budget;
@@ -139,7 +163,83 @@ static void unpark_locked(struct ct_sched *c);
 
 /* ------------------------------------------------------------- queues */
 
+/* Simulation of N workers (sim_workers.h), or NULL. */
+static struct fut__simw *simw(struct ct_sched *c)
+{
+    return c->base.sim ? c->base.sim->workers : NULL;
+}
+
+/* Simulation: the ring's slot of the queue's k-th task. */
+static struct fut_task **ring_at(struct ct_sched *c, size_t k)
+{
+    return &c->ring[(c->rfirst + k) & (c->rcap - 1)];
+}
+
+static void list_push(struct ct_sched *c, struct fut_task *t);
+
+/* Simulation: room for one more in the ring; 0 when it cannot grow (the
+ * queue moves to the list for good, in order). */
+static int ring_room(struct ct_sched *c)
+{
+    if (c->qlen < c->rcap)
+        return 1;
+    size_t cap = c->rcap ? c->rcap * 2 : 256;
+    c->base.sim->fault.hold++; /* the runtime's own: no seeded fault */
+    struct fut_task **n = fut__alloc(cap * sizeof *n);
+    c->base.sim->fault.hold--;
+    if (n) {
+        for (size_t i = 0; i < c->qlen; i++)
+            n[i] = *ring_at(c, i);
+    } else {
+        size_t len = c->qlen;
+        c->qlen = 0;
+        for (size_t i = 0; i < len; i++)
+            list_push(c, *ring_at(c, i));
+        c->rlist = 1;
+    }
+    if (c->ring)
+        fut__free(c->ring, c->rcap * sizeof *c->ring);
+    c->ring = n;
+    c->rcap = n ? cap : 0;
+    c->rfirst = 0;
+    return n != NULL;
+}
+
+/* Simulation: takes the ring's k-th task, the others keeping their
+ * order (the shorter side moves). */
+static struct fut_task *ring_take(struct ct_sched *c, size_t k)
+{
+    struct fut_task *t = *ring_at(c, k);
+    if (k < c->qlen / 2) {
+        for (size_t i = k; i > 0; i--)
+            *ring_at(c, i) = *ring_at(c, i - 1);
+        c->rfirst = (c->rfirst + 1) & (c->rcap - 1);
+    } else {
+        for (size_t i = k; i + 1 < c->qlen; i++)
+            *ring_at(c, i) = *ring_at(c, i + 1);
+    }
+    c->qlen--;
+    return t;
+}
+
 static void push_local(struct ct_sched *c, struct fut_task *t)
+{
+    if (FUT_UNLIKELY(c->base.sim) && !c->rlist) {
+        if (FUT_UNLIKELY(simw(c))) { /* a LIFO slot, or injection */
+            c->qlen++;
+            fut__simw_schedule(simw(c), t);
+            return;
+        }
+        if (ring_room(c)) {
+            *ring_at(c, c->qlen) = t;
+            c->qlen++;
+            return;
+        }
+    }
+    list_push(c, t);
+}
+
+static void list_push(struct ct_sched *c, struct fut_task *t)
 {
     c->qlen++;
     t->next = NULL;
@@ -171,6 +271,22 @@ static struct fut_task *pop_seeded(struct ct_sched *c)
 
 static struct fut_task *pop_local(struct ct_sched *c)
 {
+    if (FUT_UNLIKELY(simw(c))) { /* seeded worker, or any at shutdown */
+        struct fut_task *t = c->shutting_down
+                                 ? fut__simw_take_any(simw(c))
+                                 : fut__simw_next(simw(c), &c->base.sim->rng);
+        if (t)
+            c->qlen--;
+        return t;
+    }
+    if (c->ring) { /* the seeded pick (pop_seeded's draw), or the head */
+        if (!c->qlen)
+            return NULL;
+        size_t k = c->qlen > 1 && !c->shutting_down
+                       ? (size_t)fut__simrng_below(&c->base.sim->rng, c->qlen)
+                       : 0;
+        return ring_take(c, k);
+    }
     if (c->base.sim && c->qlen > 1 && !c->shutting_down)
         return pop_seeded(c);
     struct fut_task *t = c->head;
@@ -234,6 +350,8 @@ static void sim_main_step(struct ct_sched *c, int ready)
                                      ready ? FUT__SIM_DONE : FUT__SIM_PENDING,
                                      "fut_block_on", 0))
         c->sim_stopped = SIM_DIVERGED;
+    else if (c->base.sim && fut__sim_check(c->base.sim))
+        c->sim_stopped = SIM_INVARIANT;
 }
 
 /* Moves the remote queue to the local one; returns how many. */
@@ -487,6 +605,8 @@ static enum fut__run_result sim_run_task(struct ct_sched *c,
                                                  : FUT__SIM_PENDING,
                       g.file, g.line))
         c->sim_stopped = SIM_DIVERGED;
+    else if (fut__sim_check(c->base.sim))
+        c->sim_stopped = SIM_INVARIANT;
     return r;
 }
 
@@ -502,12 +622,19 @@ static void run_task(struct ct_sched *c, struct fut_task *t)
         stat_inc(&c->n_budget);
     switch (r) {
     case FUT__RUN_RESCHEDULE:
-        push_local(c, t); /* to the back: the others go first */
+        if (FUT_UNLIKELY(simw(c))) { /* the back of its worker's queue */
+            c->qlen++;
+            fut__simw_yield(simw(c), t);
+        } else {
+            push_local(c, t); /* to the back: the others go first */
+        }
         break;
     case FUT__RUN_IDLE:
     case FUT__RUN_DONE:
         break;
     }
+    if (FUT_UNLIKELY(simw(c)))
+        simw(c)->cur = -1; /* no worker's poll runs now */
 }
 
 /* Lets the driver (if any) dispatch what is ready without blocking. */
@@ -529,7 +656,7 @@ static void park(struct ct_sched *c)
         d->vt->park(d, -1);
         if (c->base.sim && d->stalled) { /* see the rules */
             d->stalled = 0;
-            if (!c->head && !drain_remote(c) &&
+            if (!c->qlen && !drain_remote(c) &&
                 !fut__load(&c->main_woken, FUT__ACQUIRE))
                 c->sim_stopped = SIM_DEADLOCK;
         }
@@ -571,8 +698,12 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     fut__tls_sched = s;
     fut__tls_pool = &c->pool;
     struct fut__simrng *saved_rng = fut__tls_simrng;
-    if (s->sim)
+    struct fut__simfault *saved_fault = fut__tls_simfault;
+    if (s->sim) {
         fut__tls_simrng = &s->sim->rng;
+        /* Seeded faults: in the program's polls only (not at shutdown) */
+        fut__tls_simfault = s->sim->fault.kinds ? &s->sim->fault : NULL;
+    }
     struct fut__watch_slot *saved_ws = NULL;
     if (s->watch) { /* the watchdog starts with the first block_on */
         saved_ws = fut__watch_bind(s->watch, 0);
@@ -625,6 +756,7 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     fut__tls_sched = saved;
     fut__tls_pool = saved_pool;
     fut__tls_simrng = saved_rng;
+    fut__tls_simfault = saved_fault;
     fut__store(&c->in_block_on, 0, FUT__RELEASE);
     return ret;
 }
@@ -641,6 +773,8 @@ static void ct_shutdown(struct fut__sched *s)
     fut__tls_sched = s;   /* we are the runtime thread now */
     fut__tls_pool = NULL; /* drops may allocate: not from a dying slab */
     struct fut__simrng *saved_rng = fut__tls_simrng;
+    struct fut__simfault *saved_fault = fut__tls_simfault;
+    fut__tls_simfault = NULL; /* drops never fail (a fault-free teardown) */
     if (s->sim) {
         fut__tls_simrng = &s->sim->rng;
         if (s->sim->verbose) /* the end of the simulation (fut/sim.h) */
@@ -667,9 +801,15 @@ static void ct_shutdown(struct fut__sched *s)
     }
     if (s->sim)
         s->sim->now = NULL; /* the clock went with the driver */
+    if (c->ring) {          /* empty now: nothing is queued during shutdown */
+        fut__free(c->ring, c->rcap * sizeof *c->ring);
+        c->ring = NULL;
+        c->rcap = 0;
+    }
     fut__tls_sched = saved;
     fut__tls_pool = saved_pool;
     fut__tls_simrng = saved_rng;
+    fut__tls_simfault = saved_fault;
     /* Convert the plain counts into 'refs' (see the rules): what is left
      * is the number of task blocks still referenced somewhere. */
     c->shut_down = 1;

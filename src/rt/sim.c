@@ -13,6 +13,7 @@
 #include "fut/sim.h"
 #include "rt/rt_internal.h"
 #include "rt/sim_trace.h"
+#include "rt/sim_workers.h"
 
 /* 1 when the environment variable 'name' is set to something other
  * than "" or "0". */
@@ -38,9 +39,21 @@ int fut_sim_new(const struct fut_rt_config *cfg, uint64_t seed,
 {
     FUT_ARG_CHECK(out, "'out' is NULL");
     *out = NULL;
+    if (cfg && (cfg->workers < 0 || cfg->workers > 256))
+        return FUT_EINVAL; /* emulated workers: as fut_runtime_new's */
     int r = fut__sim_runtime_new(cfg, env_seed(seed), out);
     if (r == 0)
         (*out)->sched->sim->verbose = env_on("FUT_SIM_VERBOSE");
+    /* cfg->workers > 1: N workers emulated (src/rt/sim_workers.c). */
+    if (r == 0 && cfg && cfg->workers > 1) {
+        struct fut__simw *w = fut__simw_new(cfg->workers);
+        if (!w) {
+            fut_runtime_free(*out);
+            *out = NULL;
+            return FUT_ENOMEM;
+        }
+        (*out)->sched->sim->workers = w;
+    }
     return r;
 }
 

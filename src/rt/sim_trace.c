@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "rt/sim_trace.h"
+#include "rt/sim_workers.h"
 
 struct fut__sim *fut__sim_new(uint64_t seed)
 {
@@ -21,6 +22,8 @@ struct fut__sim *fut__sim_new(uint64_t seed)
     s->seed = seed;
     fut__simrng_seed(&s->rng, seed);
     s->trace = fut__simrng_mix(seed ^ 0x73696d2d74726163ull);
+    /* The faults' own stream: turning them on leaves the schedule's. */
+    fut__simrng_seed(&s->fault.rng, seed ^ 0x73696d2d6661756cull);
     return s;
 }
 
@@ -28,6 +31,9 @@ void fut__sim_free(struct fut__sim *s)
 {
     if (!s)
         return;
+    if (s->fault_counted)
+        fut__simfault_count(-1);
+    fut__simw_free(s->workers);
     if (s->rec)
         fut__free(s->rec, s->cap * sizeof *s->rec);
     fut__free(s, sizeof *s);
@@ -49,7 +55,9 @@ static void record(struct fut__sim *s, const struct fut__sim_step *st)
 {
     if (s->nrec == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
+        s->fault.hold++; /* the record is not the program's: no fault */
         struct fut__sim_step *n = fut__alloc(cap * sizeof *n);
+        s->fault.hold--;
         if (!n) {
             s->mode = FUT__SIM_PLAIN;
             return;
@@ -88,6 +96,25 @@ int fut__sim_step(struct fut__sim *s, uint64_t task, int result,
         return 1;
     }
     return 0;
+}
+
+int fut__sim_check(struct fut__sim *s)
+{
+    if (!s->invariant || s->invariant_step)
+        return 0;
+    s->fault.hold++; /* the check is not the program: no fault in it */
+    int r = s->invariant(s->invariant_ud);
+    s->fault.hold--;
+    if (r == 0)
+        return 0;
+    s->invariant_step = s->steps;
+    s->invariant_code = r;
+    fprintf(stderr,
+            "fut-sim: seed=%" PRIu64
+            " invariant failed (%d) after step %" PRIu64
+            " at virtual_ns=%" PRId64 "\n",
+            s->seed, r, s->steps, fut__sim_now(s));
+    return 1;
 }
 
 void fut__sim_deadlock(const struct fut__sim *s)

@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "platform/simfault.h"
 #include "platform/simrng.h"
+
+struct fut__simw;
 
 /* One step of the trace: a poll. 'task' is the task's spawn sequence
  * number (1, 2, ...; 0 = the block_on future), never an address. */
@@ -54,6 +57,16 @@ struct fut__sim {
     size_t nexpect;
     uint64_t leak_step; /* COMPARE: first step that differs (1-based) */
     struct fut__sim_step leak_got; /* ... and what this run did there */
+    /* Faults and invariants (fut_sim_set_faults, fut_sim_set_invariant,
+     * fut_sim_swarm: src/rt/sim_swarm.c). */
+    struct fut__simfault fault; /* kinds 0: none; its rng seeded here */
+    int fault_counted;          /* counted in fut__simfault_users */
+    int (*invariant)(void *ud); /* after every step; 0: it holds */
+    void *invariant_ud;
+    uint64_t invariant_step; /* the first step it failed at; 0: none */
+    int invariant_code;      /* what it returned there */
+    struct fut__sim_step invariant_at; /* that step */
+    struct fut__simw *workers; /* N emulated workers, or NULL (one queue) */
 };
 
 /* A new simulation state for 'seed' (fut__alloc'd), or NULL. */
@@ -69,6 +82,9 @@ int64_t fut__sim_now(const struct fut__sim *s);
 /* Reports a deadlock (every task waits, nothing could wake one) on
  * stderr, with the seed and the step. */
 void fut__sim_deadlock(const struct fut__sim *s);
+/* Runs the invariant (if any) after the step just counted. Returns 1
+ * when it failed (the run must stop; printed on stderr), else 0. */
+int fut__sim_check(struct fut__sim *s);
 /* FUT_SIM_VERBOSE's line, on stderr. */
 void fut__sim_print(const struct fut__sim *s);
 

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* The simulation's seeded faults (simfault.h). */
+#include "platform/simfault.h"
+
+_Thread_local struct fut__simfault *fut__tls_simfault;
+fut__aword fut__simfault_users;
+
+int fut__simfault_hit(unsigned kind)
+{
+    struct fut__simfault *f = fut__tls_simfault;
+    if (!f || !(f->kinds & kind) || f->hold > 0 || f->ppm == 0)
+        return 0;
+    if (fut__simrng_below(&f->rng, 1000000) >= f->ppm)
+        return 0;
+    f->injected[kind == FUT__SIMFAULT_ALLOC   ? 0
+                : kind == FUT__SIMFAULT_EINTR ? 1
+                                              : 2]++;
+    return 1;
+}
