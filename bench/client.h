@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The meter and RESULT line of the client benchmarks (issue 32: curl_get,
- * hiredis_get), shared by fut's programs (bench_curl.c, bench_hiredis.c)
- * and their references (curl_multi_poll.c, hiredis_libuv.c), which do not
- * link fut - so nothing here needs fut.h.
+ * hiredis_get, pg_select1), shared by fut's programs (bench_curl.c,
+ * bench_hiredis.c, bench_pq.c) and their references (curl_multi_poll.c,
+ * hiredis_libuv.c, pgbench_run.c), which do not link fut - so nothing
+ * here needs fut.h.
  *
  * The figure judged is the client's CPU: user + system time of the whole
  * client process (getrusage(RUSAGE_SELF): every thread) over the timed
@@ -57,6 +58,20 @@ static inline void client_cpu(double *user_ms, double *sys_ms)
     *sys_ms = ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3;
 }
 
+/* The machine's 1-minute load average now (-1: unknown): the machine is
+ * shared, and a figure is read with the load it was measured under. */
+static inline double client_load1(void)
+{
+    double load1 = -1;
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (fscanf(la, "%lf", &load1) != 1)
+            load1 = -1;
+        fclose(la);
+    }
+    return load1;
+}
+
 static inline void client_meter_start(struct client_meter *m)
 {
     client_cpu(&m->user0_ms, &m->sys0_ms);
@@ -79,15 +94,7 @@ static inline void client_report(const struct client_meter *m,
     s -= m->sys0_ms;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    /* The machine's 1-minute load average now: the machine is shared,
-     * and a figure is read with the load it was measured under. */
-    double load1 = -1;
-    FILE *la = fopen("/proc/loadavg", "r");
-    if (la) {
-        if (fscanf(la, "%lf", &load1) != 1)
-            load1 = -1;
-        fclose(la);
-    }
+    double load1 = client_load1();
     printf("RESULT bench=%s peer=%s config=%s value=%.2f "
            "unit=client_cpu_us_per_op ops=%llu wall_ms=%.1f user_ms=%.1f "
            "sys_ms=%.1f %s=%.0f conns=%d maxrss_kb=%ld load1=%.2f%s%s\n",

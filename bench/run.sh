@@ -11,10 +11,12 @@
 # and the stderr of every process in bench/results/<stamp>.log.
 #
 #   bench/run.sh                        REPS=3, everything fut has
-#   ONLY='^(curl_get|hiredis_get)$'     the client benchmarks (issue 32):
-#                                       fut's libcurl and hiredis adapters
-#                                       against libcurl's curl_multi_poll
-#                                       loop and hiredis on libuv
+#   ONLY='^(curl_get|hiredis_get|pg_select1)$'
+#                                       the client benchmarks (issue 32):
+#                                       fut's libcurl, hiredis and libpq
+#                                       adapters against libcurl's
+#                                       curl_multi_poll loop, hiredis on
+#                                       libuv and pgbench
 #   REPS=5 bench/run.sh
 #   ONLY='spawn|oneshot' bench/run.sh   regex on benchmark names
 #   NO_WRK=1                            skip http_wrk
@@ -87,10 +89,12 @@ note() { echo "# $*" >>"$OUT"; say "$*"; }
 # the client benchmarks (curl_get, hiredis_get): libcurl4-openssl-dev and
 # libhiredis-dev (fut's adapters and their references), libuv1-dev
 # (hiredis_get's reference, bench/hiredis_libuv.c), redis-server (its
-# server; curl_get's is nginx).
+# server; curl_get's is nginx); pg_select1: libpq-dev (fut's adapter),
+# postgresql (PostgreSQL 15: the server, initdb, pgbench - the reference).
 # Installed when missing, as root; nothing is done when all are there.
 BENCH_DEBS="nginx-light wrk strace linux-perf valgrind iproute2 liburing-dev
-libcurl4-openssl-dev libhiredis-dev libuv1-dev redis-server"
+libcurl4-openssl-dev libhiredis-dev libuv1-dev redis-server libpq-dev
+postgresql"
 missing_debs() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
 MISSING_DEBS=$(missing_debs $BENCH_DEBS | tr '\n' ' ')
 if [ -n "${MISSING_DEBS// /}" ] && [ "$(id -u)" != 0 ]; then
@@ -163,7 +167,7 @@ ORDER="spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local
 mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join
 mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk"
 SERVER_BENCHES=" tcp_echo tcp_echo_1k http_wrk "
-CLIENT_BENCHES=" curl_get hiredis_get "
+CLIENT_BENCHES=" curl_get hiredis_get pg_select1 "
 TOKIO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join mutex_contended "
 GO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot xthread_wake "
 
@@ -390,29 +394,49 @@ go_procs() { case "$1" in ct | mt1) echo 1 ;; *) echo 2 ;; esac; }
 # no persistence: srv_redis), its port in BENCH_PORT. The figure is the
 # client's CPU per operation (bench/client.h); each line carries the
 # 1-minute load average read at the end of its timed part (load1=).
+# pg_select1: PostgreSQL 15 on a cluster made for the rep (srv_pg_init:
+# initdb in a temporary directory, removed after), its connection string
+# (Unix socket) in BENCH_PG; fut's program runs twice per backend, the
+# second time with BENCH_PG_PIPELINE=1 (config=current_thread_pipelined);
+# the reference is pgbench_run (pgbench -M prepared -c 8 -j 1).
 client_rows() {
-    local b=$1 srv ref peer cfg fl be
+    local b=$1 srv ref peer cfg fl be pipe conn
+    local modes="0"
     case "$b" in
     curl_get) srv=srv_nginx ref=curl_multi_poll peer=curl cfg=multi_poll ;;
     hiredis_get) srv=srv_redis ref=hiredis_libuv peer=hiredis cfg=libuv ;;
+    pg_select1)
+        srv=srv_pg ref=pgbench_run peer=pgbench cfg=prepared modes="0 1"
+        if ! srv_pg_init; then
+            skip_row "$b" fut current_thread "the server did not start: $SRV_NOTE"
+            return
+        fi
+        ;;
     esac
     if ! srv_start probe 10 "$srv"; then
         skip_row "$b" fut current_thread "the server did not start: $SRV_NOTE"
+        [ "$b" = pg_select1 ] && srv_pg_fini
         return
     fi
+    conn="host=${PG_DIR:-} port=$SRV_PORT user=postgres dbname=postgres"
     for fl in $(fut_flavors "$b"); do
         [ -z "${FLAVORS:-}" ] || has " $FLAVORS " "$fl" || continue
-        for be in epoll io_uring; do
-            # shellcheck disable=SC2046 # the command is a word list
-            run_bench env BENCH_PORT="$SRV_PORT" FUT_IO_BACKEND=$be $(fut_cmd "$b" "$fl")
+        for pipe in $modes; do
+            for be in epoll io_uring; do
+                # shellcheck disable=SC2046 # the command is a word list
+                run_bench env BENCH_PORT="$SRV_PORT" BENCH_PG="$conn" \
+                    BENCH_PG_PIPELINE="$pipe" FUT_IO_BACKEND=$be $(fut_cmd "$b" "$fl")
+            done
         done
     done
     if [ -x "$BUILD/bench/$ref" ]; then
-        run_bench env BENCH_PORT="$SRV_PORT" "$BUILD/bench/$ref"
+        run_bench env BENCH_PORT="$SRV_PORT" BENCH_PG="$conn" PGBENCH="$PG_BIN/pgbench" \
+            "$BUILD/bench/$ref"
     else
         skip_row "$b" "$peer" "$cfg" "$BUILD/bench/$ref was not built"
     fi
     srv_stop
+    [ "$b" = pg_select1 ] && srv_pg_fini
 }
 
 # run_one BENCH: fut's rows of BENCH, each followed by its reference rows.

@@ -308,3 +308,43 @@ EOF
 srv_redis() {
     exec redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no
 }
+
+# ------------------------------------------------------------- PostgreSQL
+# pg_select1's server (bench/run.sh's client rows): PostgreSQL 15 on a
+# fresh cluster, as test/pq.c makes one. srv_pg_init makes it (initdb in a
+# new directory PG_DIR, trust authentication, no fsync; as the 'postgres'
+# user when run as root: initdb and postgres refuse root); srv_pg PORT
+# runs its postmaster in the foreground (what pg_ctl start runs, kept in
+# the foreground so that srv_start / srv_stop handle it like every other
+# server: SIGTERM is its smart shutdown) on 127.0.0.1:PORT and a Unix
+# socket in PG_DIR; srv_pg_fini removes PG_DIR once it stopped.
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+# the command that runs a program as the 'postgres' user (none: not root)
+srv_pg_as() {
+    [ "$(id -u)" = 0 ] && echo setpriv --reuid postgres --regid postgres --init-groups
+}
+srv_pg_init() {
+    if [ ! -x "$PG_BIN/initdb" ] || [ ! -x "$PG_BIN/postgres" ]; then
+        SRV_NOTE="no PostgreSQL 15 in $PG_BIN (Debian: postgresql)"
+        return 1
+    fi
+    if [ "$(id -u)" = 0 ] && ! getent passwd postgres >/dev/null; then
+        SRV_NOTE="no 'postgres' user to run the server as"
+        return 1
+    fi
+    PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/fut-bench-pg.XXXXXX") || return 1
+    [ "$(id -u)" = 0 ] && chown postgres: "$PG_DIR"
+    # shellcheck disable=SC2046 # a word list or nothing
+    if ! $(srv_pg_as) "$PG_BIN/initdb" -D "$PG_DIR/data" -A trust -U postgres \
+        --no-sync -E UTF8 --locale=C >>"$LOG" 2>&1; then
+        SRV_NOTE="initdb failed (see $LOG)"
+        srv_pg_fini
+        return 1
+    fi
+}
+srv_pg() {
+    # shellcheck disable=SC2046 # a word list or nothing
+    exec $(srv_pg_as) "$PG_BIN/postgres" -D "$PG_DIR/data" -k "$PG_DIR" \
+        -p "$1" -c listen_addresses=127.0.0.1 -F -c max_connections=50
+}
+srv_pg_fini() { [ -n "${PG_DIR:-}" ] && rm -rf "$PG_DIR"; PG_DIR=""; }

@@ -27,12 +27,14 @@ peer in the same config (current_thread, multi_thread_w2), except:
                       (bench/targets.txt), else Tokio and libuv (and
                       nginx for http_wrk). A target whose fut row was
                       not run shows the SKIP note run.sh wrote.
-  clients             curl_get, hiredis_get (issue 32): the value is the
-                      client's CPU per operation (lower is better)
-                      against the reference program on the same library
-                      (CLIENT_REFS: curl multi_poll, hiredis libuv); a
-                      second row without a target compares the rates
-                      (transfers/s, commands/s)
+  clients             curl_get, hiredis_get, pg_select1 (issue 32): the
+                      value is the client's CPU per operation (lower is
+                      better) against the reference program on the same
+                      library (CLIENT_REFS: curl multi_poll, hiredis
+                      libuv, pgbench prepared); a second row compares the
+                      rates (transfers/s, commands/s, queries/s; higher
+                      is better: its target, a 'clientrate' line of
+                      targets.txt, is a floor)
 plus the secondary checks the issues ask for (mpsc against Go's channels,
 timers' peak RSS against libuv's, idle-task bytes minus the future's own
 size). A fut row with 'versus' or 'absolute' targets (the fiber benchmarks,
@@ -56,7 +58,7 @@ ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
          "idle_task_pending", "idle_task_oneshot", "scope_join",
          "mutex_contended", "xthread_wake", "fiber_yield", "fiber_spawn",
          "idle_fiber", "tcp_echo", "tcp_echo_1k", "http_wrk", "curl_get",
-         "hiredis_get"]
+         "hiredis_get", "pg_select1"]
 
 RATE_UNITS = ("roundtrips/s", "req/s")
 SERVER_BENCHES = ("tcp_echo", "tcp_echo_1k", "http_wrk")
@@ -74,9 +76,11 @@ CT, MT2 = "current_thread", "multi_thread_w2"
 # The client benchmarks (issue 32): the reference (peer, config) of fut's
 # rows, and the rate field each line carries (bench/client.h).
 CLIENT_REFS = {"curl_get": ("curl", "multi_poll"),
-               "hiredis_get": ("hiredis", "libuv")}
+               "hiredis_get": ("hiredis", "libuv"),
+               "pg_select1": ("pgbench", "prepared")}
 CLIENT_RATE = {"curl_get": ("transfers_per_s", "transfers/s"),
-               "hiredis_get": ("commands_per_s", "commands/s")}
+               "hiredis_get": ("commands_per_s", "commands/s"),
+               "pg_select1": ("queries_per_s", "queries/s")}
 
 
 def load_targets(path):
@@ -84,8 +88,9 @@ def load_targets(path):
     Returns (ratio targets by (bench, fut config), server targets by (kind,
     bench, fut config) as (bound, reference peers or None), the idle-task
     overhead bound, 'versus' targets by (bench, fut config), 'absolute'
-    bounds by (bench, fut config))."""
-    ratios, servers, idle = {}, {}, None
+    bounds by (bench, fut config), client rate floors by (bench, fut
+    config))."""
+    ratios, servers, idle, crates = {}, {}, None, {}
     versus, absolute = OrderedDict(), {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -106,13 +111,15 @@ def load_targets(path):
                     ((w[4], w[3], w[5]), float(w[6])))
             elif w[0] == "absolute" and len(w) == 4:
                 absolute[(w[1], w[2])] = float(w[3])
+            elif w[0] == "clientrate" and len(w) == 4:
+                crates[(w[1], w[2])] = float(w[3])
             else:
                 sys.exit(f"{path}:{n}: cannot read '{line.strip()}'")
-    return ratios, servers, idle, versus, absolute
+    return ratios, servers, idle, versus, absolute, crates
 
 
 (RATIO_TARGETS, SERVER_TARGETS, IDLE_OVERHEAD_MAX, VERSUS_TARGETS,
- ABSOLUTE_TARGETS) = load_targets(
+ ABSOLUTE_TARGETS, CLIENT_RATE_TARGETS) = load_targets(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.txt"))
 
 GO_CONFIG = {CT: "gomaxprocs1", MT2: "gomaxprocs2"}
@@ -308,8 +315,9 @@ def ratio_rows(rows):
         if bench in CLIENT_RATE:
             field, shown = CLIENT_RATE[bench]
             out.append(check_row(bench, config, shown, cell(runs, field),
-                                 median(runs, field), label, ref, None, True,
-                                 field=field, fut_runs=runs))
+                                 median(runs, field), label, ref,
+                                 CLIENT_RATE_TARGETS.get((bench, config)),
+                                 True, field=field, fut_runs=runs))
         if bench.startswith("mpsc_") and config in GO_CONFIG:
             go = rows.get((bench, "go", GO_CONFIG[config]))
             out.append(check_row(bench, config, unit, cell(runs), fm,
