@@ -264,7 +264,8 @@ static inline const char *bench_io_config(struct fut_runtime *rt,
                                           size_t n)
 {
     int uring = strcmp(fut_runtime_backend(rt), "io_uring") == 0;
-    snprintf(buf, n, "%s%s", config, uring ? "_uring" : "");
+    int k = snprintf(buf, n, "%s%s", config, uring ? "_uring" : "");
+    BENCH_CHECK(k >= 0 && (size_t)k < n, "config name too long: %s", config);
     return buf;
 }
 
