@@ -32,12 +32,12 @@ enum {
 };
 
 struct world {
-    int fixed;                /* the client has the half-open probe */
+    int fixed; /* the client has the half-open probe */
     struct sockaddr_storage srv;
     socklen_t srvlen;
     struct fut_sim_host *sh, *ch;
-    int64_t healed_at;        /* virtual ns of the heal; 0: no partition */
-    int64_t last_ok;          /* virtual ns of the last answer */
+    int64_t healed_at; /* virtual ns of the heal; 0: no partition */
+    int64_t last_ok;   /* virtual ns of the last answer */
     int answers, failures_max;
 };
 
@@ -315,9 +315,9 @@ START_TEST(reconnect_found)
     ck_assert(w.last_ok > w.healed_at);
     int n = TEST_ITERS(1000, 100);
     for (int i = 1; i <= n; i++)
-        ck_assert_msg(fut_sim_run(NULL, (uint64_t)i, reconnect_run, &w,
-                                  &rep) == 0,
-                      "the fixed client stayed cut off at seed %d", i);
+        ck_assert_msg(
+            fut_sim_run(NULL, (uint64_t)i, reconnect_run, &w, &rep) == 0,
+            "the fixed client stayed cut off at seed %d", i);
 }
 END_TEST
 
