@@ -405,9 +405,10 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
                      void *socketp)
 {
     struct fut_curl_multi *m = userp;
-    /* The record is looked up by fd, not taken from 'socketp': a socket
-     * curl closed through on_close before its REMOVE (see there) has no
-     * record any more, and its number may name a new socket already. */
+    /* The record is looked up by fd, not taken from 'socketp' (which
+     * this adapter never sets with curl_multi_assign): 'byfd' holds the
+     * live record of each fd number, and a REMOVE for a number without
+     * one is ignored. */
     struct csock *s = sock_of(m, fd);
     (void)easy;
     (void)socketp;
