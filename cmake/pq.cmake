@@ -29,7 +29,8 @@ if(NOT FUT_HAVE_PQ)
 endif()
 message(STATUS "fut: libpq adapter ON (libfut_pq, libpq ${LIBPQ_VERSION}; FUT_PQ=${FUT_PQ})")
 
-add_library(fut_pq_obj OBJECT src/adapters/pq/pq.c src/adapters/pq/fiber.c)
+add_library(fut_pq_obj OBJECT src/adapters/pq/pq.c src/adapters/pq/connect.c
+  src/adapters/pq/listen.c src/adapters/pq/fiber.c)
 set_target_properties(fut_pq_obj PROPERTIES
   POSITION_INDEPENDENT_CODE ON
   C_VISIBILITY_PRESET hidden)

@@ -1,102 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* libfut-pq: a libpq connection driven by a fut runtime
- * (include/fut/pq.h): the connect future, the connection's record and
- * its driver task, the query future, the LISTEN stream. It sits on
- * fut's public API only: fut_fd_register / fut_fd_ready for the socket,
- * fut_spawn for the driver, fut_spawn_blocking_init for PQcancel.
- *
- * Rules (the connection's state machine; docs/ecosystem.md, "libpq"):
- *   - One mutex per connection, 'lock', guards every field of struct
- *     fut_pg, of its records and listeners, and every libpq call on the
- *     connection. It is the only lock but the leaf 'cancels_lock'.
- *   - The socket fut watches is a dup(2) of libpq's, owned by the
- *     adapter: libpq closes its own socket whenever it likes (a failed
- *     read drops the connection inside PQconsumeInput; a connect moving
- *     to the next address), and the dup keeps the file open until the
- *     adapter has deregistered it (fd.h: close only after deregister).
- *   - A record (struct fut_pg_rec) is one batch: its statements, then a
- *     sync. It sits on 'sendq' (given by a future, not yet to libpq)
- *     then on 'fly' (given to libpq, in order: results come back in that
- *     order) until the sync's PGRES_PIPELINE_SYNC result. The future
- *     points at it; whoever lets go last frees it, under the lock: the
- *     future's drop frees a record that is done or still on 'sendq', and
- *     marks one on 'fly' 'abandoned', which the driver frees with its
- *     results when its sync comes (the drain). Nothing is ever written
- *     to a future's memory but by its own poll.
- *   - Cancel: a record dropped on 'fly' while it is the only one there
- *     gets a server-side cancel: 'cancel' goes 1 (wanted), the driver
- *     takes a PGcancel and runs PQcancel on the blocking pool ('cancel'
- *     2), and back to 0 when it returned. 'hold' points at the record
- *     being cancelled until its sync came. While 'cancel' or 'hold' is
- *     set, 'sendq' is not given to libpq: a cancel can only reach the
- *     backend while it runs the dropped batch, or idle (where the server
- *     ignores it), never a query given after the drop.
- *   - The driver awaits READABLE always and WRITABLE while PQflush left
- *     data ('flushing'); it clears a readiness only when poll(2) with
- *     timeout 0 says the fd would block (libpq does not say it saw
- *     EAGAIN).
- *   - The connection's memory is counted by 'refs': the user (until
- *     fut_pg_close), the driver task, every future and stream from its
- *     init to its drop.
- */
+ * (include/fut/pq.h): the connection's record, its driver task and the
+ * query future; the connect future is in connect.c, the LISTEN stream in
+ * listen.c. The connection's rules open internal.h. */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "fut.h"
-#include "fut/pq.h"
-
-/* ------------------------------------------------------------ structures */
-
-struct fut_pg_rec {
-    struct fut_pg_rec *next; /* on 'sendq' or 'fly' */
-    size_t size;             /* of this block */
-    int n;                   /* statements */
-    int cur;                 /* the statement whose results come now */
-    int where;               /* 0 none, 1 sendq, 2 fly */
-    int abandoned, done, result;
-    int internal; /* the adapter's own (LISTEN/UNLISTEN): nobody waits */
-    struct fut_waker waker;
-    PGresult **res;         /* n results */
-    struct fut_pg_stmt *st; /* n statements, copied into this block */
-};
-
-struct note {
-    struct note *next;
-    PGnotify *n;
-    unsigned long lost;
-};
-
-struct fut_pg_lis {
-    struct fut_pg_lis *next; /* on the connection's list while linked */
-    int linked, done, result;
-    char *channel;
-    size_t chsize;
-    struct note *head, *tail;
-    size_t queued, max_queued;
-    unsigned long lost, lost_total;
-    struct fut_waker waker;
-};
-
-struct fut_pg {
-    pthread_mutex_t lock;    /* see the rules at the top */
-    PGconn *conn;            /* NULL once closed */
-    struct fut_fd *fd;       /* the dup's registration; NULL once ended */
-    int dupfd;               /* the dup, -1 once closed */
-    int status;              /* 0, or why it ended */
-    int refs;                /* holders of this memory */
-    int flushing;            /* PQflush left data */
-    int cancel;              /* 0, 1 wanted, 2 running */
-    struct fut_pg_rec *hold; /* being cancelled: sendq waits */
-    struct fut_waker driver; /* the driver task */
-    struct fut_pg_rec *sendq, *sendq_tail, *fly, *fly_tail;
-    struct fut_pg_lis *lis;
-    char errmsg[256];
-};
+#include "internal.h"
 
 /* fut_pg_cancels_sent's count; a leaf lock (adapters use the public
  * API only, and so no atomics of libfut's). */
@@ -111,7 +25,7 @@ long fut_pg_cancels_sent(void)
     return n;
 }
 
-static void copy_msg(char *dst, size_t size, const char *src)
+void fut__pg_copy_msg(char *dst, size_t size, const char *src)
 {
     if (!size)
         return;
@@ -121,7 +35,7 @@ static void copy_msg(char *dst, size_t size, const char *src)
         dst[--l] = 0;
 }
 
-static char *dupstr(const char *s, size_t *size)
+char *fut__pg_dupstr(const char *s, size_t *size)
 {
     *size = strlen(s) + 1;
     char *p = fut_mem_alloc(*size);
@@ -130,14 +44,14 @@ static char *dupstr(const char *s, size_t *size)
     return p;
 }
 
-static void pg_ref(struct fut_pg *pg)
+void fut__pg_ref(struct fut_pg *pg)
 {
     pthread_mutex_lock(&pg->lock);
     pg->refs++;
     pthread_mutex_unlock(&pg->lock);
 }
 
-static void pg_unref(struct fut_pg *pg)
+void fut__pg_unref(struct fut_pg *pg)
 {
     pthread_mutex_lock(&pg->lock);
     int n = --pg->refs;
@@ -151,7 +65,7 @@ static void pg_unref(struct fut_pg *pg)
 /* --------------------------------------------------------------- records */
 
 /* A record with copies of 'n' statements, in one block. */
-static struct fut_pg_rec *rec_new(int n, const struct fut_pg_stmt *st)
+struct fut_pg_rec *fut__pg_rec_new(int n, const struct fut_pg_stmt *st)
 {
     size_t size = sizeof(struct fut_pg_rec) +
                   (size_t)n * (sizeof(PGresult *) + sizeof *st);
@@ -202,7 +116,7 @@ static struct fut_pg_rec *rec_new(int n, const struct fut_pg_stmt *st)
     return r;
 }
 
-static void rec_free(struct fut_pg_rec *r)
+void fut__pg_rec_free(struct fut_pg_rec *r)
 {
     for (int i = 0; i < r->n; i++)
         if (r->res[i])
@@ -219,7 +133,7 @@ static void rec_end(struct fut_pg *pg, struct fut_pg_rec *r, int code)
     if (pg->hold == r)
         pg->hold = NULL;
     if (r->abandoned || r->internal) {
-        rec_free(r);
+        fut__pg_rec_free(r);
         return;
     }
     r->done = 1;
@@ -228,8 +142,8 @@ static void rec_end(struct fut_pg *pg, struct fut_pg_rec *r, int code)
         fut_waker_wake(&r->waker);
 }
 
-static void push(struct fut_pg_rec **head, struct fut_pg_rec **tail,
-                 struct fut_pg_rec *r)
+void fut__pg_push(struct fut_pg_rec **head, struct fut_pg_rec **tail,
+                  struct fut_pg_rec *r)
 {
     r->next = NULL;
     if (*tail)
@@ -272,7 +186,7 @@ static void unlink_rec(struct fut_pg_rec **head, struct fut_pg_rec **tail,
 
 /* ------------------------------------------------------------ listeners */
 
-static void lis_free_queue(struct fut_pg_lis *l)
+void fut__pg_lis_free_queue(struct fut_pg_lis *l)
 {
     while (l->head) {
         struct note *n = l->head;
@@ -334,7 +248,7 @@ static void deliver_notes(struct fut_pg *pg)
 
 /* ----------------------------------------------------- the connection */
 
-static void wake_driver(struct fut_pg *pg)
+void fut__pg_wake_driver(struct fut_pg *pg)
 {
     if (fut_waker_is_set(&pg->driver))
         fut_waker_wake_by_ref(&pg->driver);
@@ -345,7 +259,8 @@ static void wake_driver(struct fut_pg *pg)
 static void pg_end(struct fut_pg *pg, int code)
 {
     if (pg->conn && !pg->status && code != FUT_ECANCELED)
-        copy_msg(pg->errmsg, sizeof pg->errmsg, PQerrorMessage(pg->conn));
+        fut__pg_copy_msg(pg->errmsg, sizeof pg->errmsg,
+                         PQerrorMessage(pg->conn));
     if (!pg->status)
         pg->status = code;
     struct fut_pg_rec *r;
@@ -364,7 +279,7 @@ static void pg_end(struct fut_pg *pg, int code)
         pg->dupfd = -1;
     }
     pg->flushing = 0;
-    wake_driver(pg);
+    fut__pg_wake_driver(pg);
 }
 
 static void pg_flush(struct fut_pg *pg)
@@ -376,13 +291,13 @@ static void pg_flush(struct fut_pg *pg)
     }
     if (f > 0 && !pg->flushing) {
         pg->flushing = 1;
-        wake_driver(pg);
+        fut__pg_wake_driver(pg);
     }
     pg->flushing = f > 0;
 }
 
 /* Gives 'sendq' to libpq unless a cancel holds it (under the lock). */
-static void send_queued(struct fut_pg *pg)
+void fut__pg_send_queued(struct fut_pg *pg)
 {
     if (!pg->fd || pg->cancel || pg->hold || !pg->sendq)
         return;
@@ -397,13 +312,13 @@ static void send_queued(struct fut_pg *pg)
         if (!ok) {
             /* libpq refused: the connection is gone (or the record
              * cannot be sent - fail it with the connection). */
-            push(&pg->fly, &pg->fly_tail, r);
+            fut__pg_push(&pg->fly, &pg->fly_tail, r);
             r->where = 2;
             pg_end(pg, -ECONNRESET);
             return;
         }
         r->where = 2;
-        push(&pg->fly, &pg->fly_tail, r);
+        fut__pg_push(&pg->fly, &pg->fly_tail, r);
     }
     pg_flush(pg);
 }
@@ -450,7 +365,7 @@ void fut_pg_close(struct fut_pg *pg)
         pg->conn = NULL;
     }
     pthread_mutex_unlock(&pg->lock);
-    pg_unref(pg);
+    fut__pg_unref(pg);
 }
 
 int fut_pg_status(struct fut_pg *pg)
@@ -472,9 +387,9 @@ char *fut_pg_error_message(struct fut_pg *pg, char *buf, size_t size)
         return buf;
     pthread_mutex_lock(&pg->lock);
     if (pg->status)
-        copy_msg(buf, size, pg->errmsg);
+        fut__pg_copy_msg(buf, size, pg->errmsg);
     else if (pg->conn)
-        copy_msg(buf, size, PQerrorMessage(pg->conn));
+        fut__pg_copy_msg(buf, size, PQerrorMessage(pg->conn));
     pthread_mutex_unlock(&pg->lock);
     return buf;
 }
@@ -534,7 +449,7 @@ static void driver_release(struct driver *d)
     pthread_mutex_lock(&d->pg->lock);
     fut_waker_drop(&d->pg->driver);
     pthread_mutex_unlock(&d->pg->lock);
-    pg_unref(d->pg);
+    fut__pg_unref(d->pg);
     d->pg = NULL;
 }
 
@@ -578,7 +493,7 @@ static int driver_poll(struct fut_future *f, struct fut_context *cx)
                 pg->cancel = 0;
             }
         }
-        send_queued(pg);
+        fut__pg_send_queued(pg);
         if (!pg->fd) {
             pthread_mutex_unlock(&pg->lock);
             continue;
@@ -637,82 +552,21 @@ static void driver_drop(struct fut_future *f)
 static const struct fut_future_vtable driver_vt = {driver_poll, driver_drop,
                                                    "fut_pg_driver", 0};
 
-/* -------------------------------------------------------------- connect */
-
-static void conn_unwatch(struct fut_pg_connect *f)
+/* The connection record over a connected 'conn' (in pipeline mode) and
+ * the socket's dup 'dupfd' registered as 'fd', and its driver task: 0
+ * and '*out' (the record owns conn, fd and dupfd from then on), or a
+ * negative code (the caller keeps them). */
+int fut__pg_start(PGconn *conn, struct fut_fd *fd, int dupfd,
+                  struct fut_pg **out)
 {
-    if (f->waiting) {
-        fut_drop(&f->rd.base);
-        f->waiting = 0;
-    }
-    if (f->fd) {
-        fut_fd_deregister(f->fd);
-        f->fd = NULL;
-    }
-    if (f->dupfd >= 0) {
-        close(f->dupfd);
-        f->dupfd = -1;
-    }
-    f->sock = -1;
-}
-
-static void conn_release(struct fut_pg_connect *f)
-{
-    conn_unwatch(f);
-    if (f->conn) {
-        PQfinish(f->conn);
-        f->conn = NULL;
-    }
-    if (f->conninfo) {
-        fut_mem_free(f->conninfo, f->conninfo_size);
-        f->conninfo = NULL;
-    }
-}
-
-static int conn_fail(struct fut_pg_connect *f, int code)
-{
-    if (f->conn && !f->error[0])
-        copy_msg(f->error, sizeof f->error, PQerrorMessage(f->conn));
-    f->result = code;
-    conn_release(f);
-    return FUT_READY;
-}
-
-/* Watches libpq's current socket (through a dup of it). */
-static int conn_watch(struct fut_pg_connect *f)
-{
-    int s = PQsocket(f->conn);
-    if (s == f->sock && f->fd)
-        return 0;
-    conn_unwatch(f);
-    if (s < 0)
-        return -ECONNREFUSED;
-    f->dupfd = fcntl(s, F_DUPFD_CLOEXEC, 0);
-    if (f->dupfd < 0)
-        return -errno;
-    int rc = fut_fd_register(f->dupfd, &f->fd);
-    if (rc < 0) {
-        close(f->dupfd);
-        f->dupfd = -1;
-        return rc;
-    }
-    f->sock = s;
-    return 0;
-}
-
-/* Connected: the connection record, its driver. */
-static int conn_done(struct fut_pg_connect *f)
-{
-    if (!PQenterPipelineMode(f->conn))
-        return conn_fail(f, -ECONNREFUSED);
     struct fut_pg *pg = fut_mem_alloc(sizeof *pg);
     if (!pg)
-        return conn_fail(f, FUT_ENOMEM);
+        return FUT_ENOMEM;
     memset(pg, 0, sizeof *pg);
     pthread_mutex_init(&pg->lock, NULL);
-    pg->conn = f->conn;
-    pg->fd = f->fd;
-    pg->dupfd = f->dupfd;
+    pg->conn = conn;
+    pg->fd = fd;
+    pg->dupfd = dupfd;
     pg->refs = 2; /* the user, the driver */
     struct driver d;
     memset(&d, 0, sizeof d);
@@ -722,93 +576,10 @@ static int conn_done(struct fut_pg_connect *f)
     if (rc < 0) {
         pthread_mutex_destroy(&pg->lock);
         fut_mem_free(pg, sizeof *pg);
-        return conn_fail(f, rc);
+        return rc;
     }
-    f->conn = NULL;
-    f->fd = NULL;
-    f->dupfd = -1;
-    f->waiting = 0;
-    conn_release(f);
-    f->pg = pg;
-    f->result = 0;
-    return FUT_READY;
-}
-
-static int connect_poll(struct fut_future *base, struct fut_context *cx)
-{
-    struct fut_pg_connect *f = (struct fut_pg_connect *)base;
-    if (f->result <= 0)
-        return FUT_READY; /* done, or a failed init */
-    if (!f->conn) {
-        f->conn = PQconnectStart(f->conninfo);
-        if (!f->conn)
-            return conn_fail(f, FUT_ENOMEM);
-        if (PQstatus(f->conn) == CONNECTION_BAD)
-            return conn_fail(f, -ECONNREFUSED);
-        if (PQsetnonblocking(f->conn, 1) != 0)
-            return conn_fail(f, -ECONNREFUSED);
-        f->polling = PGRES_POLLING_WRITING;
-    }
-    for (;;) {
-        int rc = conn_watch(f);
-        if (rc < 0)
-            return conn_fail(f, rc);
-        unsigned want = f->polling == PGRES_POLLING_READING ? FUT_FD_READABLE
-                                                            : FUT_FD_WRITABLE;
-        if (f->waiting != want && f->waiting) {
-            fut_drop(&f->rd.base);
-            f->waiting = 0;
-        }
-        if (!f->waiting) {
-            fut_fd_ready_init(&f->rd, f->fd, want);
-            f->waiting = want;
-        }
-        if (fut_poll(&f->rd.base, cx) == FUT_PENDING)
-            return FUT_PENDING;
-        int ev = f->rd.result;
-        uint32_t tick = f->rd.tick;
-        fut_drop(&f->rd.base);
-        f->waiting = 0;
-        if (ev < 0)
-            return conn_fail(f, ev);
-        f->polling = PQconnectPoll(f->conn);
-        if (f->polling == PGRES_POLLING_FAILED)
-            return conn_fail(f, -ECONNREFUSED);
-        if (f->polling == PGRES_POLLING_OK)
-            return conn_done(f);
-        if (PQsocket(f->conn) == f->sock) {
-            struct pollfd pf = {
-                .fd = f->dupfd,
-                .events =
-                    (short)(want == FUT_FD_READABLE ? POLLIN : POLLOUT)};
-            if (poll(&pf, 1, 0) == 0)
-                fut_fd_clear_ready(f->fd, want, tick);
-        }
-    }
-}
-
-static void connect_drop(struct fut_future *base)
-{
-    conn_release((struct fut_pg_connect *)base);
-}
-
-static const struct fut_future_vtable connect_vt = {
-    connect_poll, connect_drop, "fut_pg_connect", 0};
-
-void fut_pg_connect_init(struct fut_pg_connect *f, const char *conninfo)
-{
-    memset(f, 0, sizeof *f);
-    fut_future_init(&f->base, &connect_vt);
-    f->dupfd = -1;
-    f->sock = -1;
-    f->result = 1; /* not yet */
-    if (!conninfo) {
-        f->result = FUT_EINVAL;
-        return;
-    }
-    f->conninfo = dupstr(conninfo, &f->conninfo_size);
-    if (!f->conninfo)
-        f->result = FUT_ENOMEM;
+    *out = pg;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- query */
@@ -831,13 +602,13 @@ static int query_poll(struct fut_future *base, struct fut_context *cx)
             int s = pg->status ? pg->status : FUT_ECANCELED;
             pthread_mutex_unlock(&pg->lock);
             f->rec = NULL;
-            rec_free(r);
+            fut__pg_rec_free(r);
             f->result = s;
             return FUT_READY;
         }
-        push(&pg->sendq, &pg->sendq_tail, r);
+        fut__pg_push(&pg->sendq, &pg->sendq_tail, r);
         r->where = 1;
-        send_queued(pg);
+        fut__pg_send_queued(pg);
         pthread_mutex_unlock(&pg->lock);
         return FUT_PENDING;
     }
@@ -856,7 +627,7 @@ static int query_poll(struct fut_future *base, struct fut_context *cx)
         }
     }
     f->rec = NULL;
-    rec_free(r);
+    fut__pg_rec_free(r);
     return FUT_READY;
 }
 
@@ -868,14 +639,14 @@ static void query_drop(struct fut_future *base)
     f->rec = NULL;
     if (!pg) {
         if (r)
-            rec_free(r);
+            fut__pg_rec_free(r);
         return;
     }
     if (r) {
         pthread_mutex_lock(&pg->lock);
         if (r->where == 1) {
             unlink_rec(&pg->sendq, &pg->sendq_tail, r);
-            rec_free(r);
+            fut__pg_rec_free(r);
         } else if (r->where == 2) {
             /* In flight: drained by the driver; cancelled on the
              * server when it is the only batch there (the rules). */
@@ -885,15 +656,15 @@ static void query_drop(struct fut_future *base)
                 pg->fd) {
                 pg->hold = r;
                 pg->cancel = 1;
-                wake_driver(pg);
+                fut__pg_wake_driver(pg);
             }
         } else {
-            rec_free(r);
+            fut__pg_rec_free(r);
         }
         pthread_mutex_unlock(&pg->lock);
     }
     f->pg = NULL;
-    pg_unref(pg);
+    fut__pg_unref(pg);
 }
 
 static const struct fut_future_vtable query_vt = {query_poll, query_drop,
@@ -912,7 +683,7 @@ void fut_pg_pipeline_init(struct fut_pg_query *f, struct fut_pg *pg, int n,
     if (!pg || n < 1 || !stmts) {
         f->result = FUT_EINVAL;
     } else {
-        f->rec = rec_new(n, stmts);
+        f->rec = fut__pg_rec_new(n, stmts);
         if (!f->rec)
             f->result = FUT_ENOMEM; /* or a NULL statement: see below */
         for (int i = 0; !f->rec && i < n; i++)
@@ -921,7 +692,7 @@ void fut_pg_pipeline_init(struct fut_pg_query *f, struct fut_pg *pg, int n,
                 f->result = FUT_EINVAL;
     }
     if (pg)
-        pg_ref(pg);
+        fut__pg_ref(pg);
 }
 
 void fut_pg_query_init(struct fut_pg_query *f, struct fut_pg *pg,
@@ -930,173 +701,4 @@ void fut_pg_query_init(struct fut_pg_query *f, struct fut_pg *pg,
 {
     struct fut_pg_stmt st = {sql, nparams, params};
     fut_pg_pipeline_init(f, pg, 1, &st, NULL);
-}
-
-/* -------------------------------------------------------------- listen */
-
-/* Sends "LISTEN/UNLISTEN channel" as an internal record (under the
- * lock); 0 or a negative code. */
-static int send_internal(struct fut_pg *pg, const char *verb,
-                         const char *channel)
-{
-    char *id = PQescapeIdentifier(pg->conn, channel, strlen(channel));
-    if (!id)
-        return FUT_ENOMEM;
-    size_t l = strlen(verb) + strlen(id) + 2;
-    char *sql = fut_mem_alloc(l);
-    if (!sql) {
-        PQfreemem(id);
-        return FUT_ENOMEM;
-    }
-    snprintf(sql, l, "%s %s", verb, id);
-    PQfreemem(id);
-    struct fut_pg_stmt st = {sql, 0, NULL};
-    struct fut_pg_rec *r = rec_new(1, &st);
-    fut_mem_free(sql, l);
-    if (!r)
-        return FUT_ENOMEM;
-    r->internal = 1;
-    r->where = 1;
-    push(&pg->sendq, &pg->sendq_tail, r);
-    send_queued(pg);
-    return 0;
-}
-
-static void lis_free(struct fut_pg_lis *l)
-{
-    lis_free_queue(l);
-    fut_waker_drop(&l->waker);
-    fut_mem_free(l->channel, l->chsize);
-    fut_mem_free(l, sizeof *l);
-}
-
-static int listen_first(struct fut_pg_listen *s, struct fut_context *cx)
-{
-    struct fut_pg *pg = s->pg;
-    struct fut_pg_lis *l = s->lis;
-    pthread_mutex_lock(&pg->lock);
-    int rc = 0;
-    if (pg->status || !pg->conn)
-        rc = pg->status ? pg->status : FUT_ECANCELED;
-    for (struct fut_pg_lis *p = pg->lis; !rc && p; p = p->next)
-        if (strcmp(p->channel, l->channel) == 0)
-            rc = -EEXIST;
-    if (!rc)
-        rc = send_internal(pg, "LISTEN", l->channel);
-    if (!rc) {
-        l->next = pg->lis;
-        pg->lis = l;
-        l->linked = 1;
-        fut_waker_set(&l->waker, &cx->waker);
-    } else {
-        l->done = 1;
-        l->result = rc;
-    }
-    pthread_mutex_unlock(&pg->lock);
-    return rc;
-}
-
-static int listen_poll_next(struct fut_stream *base, struct fut_context *cx,
-                            void *item)
-{
-    struct fut_pg_listen *s = (struct fut_pg_listen *)base;
-    struct fut_pg_lis *l = s->lis;
-    if (!s->pg || !l) {
-        if (!s->result)
-            s->result = FUT_EINVAL;
-        return FUT_STREAM_END;
-    }
-    struct fut_pg *pg = s->pg;
-    if (!l->linked && !l->done) {
-        int rc = listen_first(s, cx);
-        if (rc < 0) {
-            s->result = rc;
-            return FUT_STREAM_END;
-        }
-        return FUT_PENDING;
-    }
-    int out = FUT_PENDING;
-    pthread_mutex_lock(&pg->lock);
-    s->lost_total = l->lost_total;
-    if (l->head && fut_coop_proceed(cx)) {
-        struct note *n = l->head;
-        l->head = n->next;
-        if (!l->head)
-            l->tail = NULL;
-        l->queued--;
-        struct fut_pg_notification m = {n->n, n->lost};
-        memcpy(item, &m, sizeof m);
-        fut_mem_free(n, sizeof *n);
-        out = FUT_STREAM_ITEM;
-    } else if (!l->head && l->done) {
-        s->result = l->result;
-        out = FUT_STREAM_END;
-    } else {
-        fut_waker_set(&l->waker, &cx->waker);
-    }
-    pthread_mutex_unlock(&pg->lock);
-    return out;
-}
-
-static void listen_drop(struct fut_stream *base)
-{
-    struct fut_pg_listen *s = (struct fut_pg_listen *)base;
-    struct fut_pg *pg = s->pg;
-    struct fut_pg_lis *l = s->lis;
-    s->lis = NULL;
-    if (!pg) {
-        if (l)
-            lis_free(l);
-        return;
-    }
-    if (l) {
-        pthread_mutex_lock(&pg->lock);
-        if (l->linked) {
-            struct fut_pg_lis **p = &pg->lis;
-            while (*p && *p != l)
-                p = &(*p)->next;
-            if (*p)
-                *p = l->next;
-            if (pg->fd)
-                (void)send_internal(pg, "UNLISTEN", l->channel);
-        }
-        lis_free(l);
-        pthread_mutex_unlock(&pg->lock);
-    }
-    s->pg = NULL;
-    pg_unref(pg);
-}
-
-static const struct fut_stream_vtable listen_vt = {
-    listen_poll_next, listen_drop, "fut_pg_listen"};
-
-void fut_pg_listen_init(struct fut_pg_listen *s, struct fut_pg *pg,
-                        const char *channel, size_t max_queued)
-{
-    fut_stream_init(&s->base, &listen_vt, sizeof(struct fut_pg_notification));
-    s->pg = pg;
-    s->lis = NULL;
-    s->result = 0;
-    s->lost_total = 0;
-    if (pg)
-        pg_ref(pg);
-    if (!pg || !channel) {
-        s->result = FUT_EINVAL;
-        return;
-    }
-    struct fut_pg_lis *l = fut_mem_alloc(sizeof *l);
-    if (l) {
-        memset(l, 0, sizeof *l);
-        l->channel = dupstr(channel, &l->chsize);
-        if (!l->channel) {
-            fut_mem_free(l, sizeof *l);
-            l = NULL;
-        }
-    }
-    if (!l) {
-        s->result = FUT_ENOMEM;
-        return;
-    }
-    l->max_queued = max_queued ? max_queued : 1024;
-    s->lis = l;
 }
