@@ -130,7 +130,8 @@ FUT_EXTERN int fut_tls_ctx_set_versions(struct fut_tls_ctx *c,
  * runs: FUT_TLS_KEYOP_AUTO (the default) on the blocking pool when the
  * key is RSA - an RSA-2048 signature costs 0.3 to 1.7 ms of a core,
  * which would stall every connection of the worker - and inline for
- * ECDSA; FUT_TLS_KEYOP_POOL always on the pool;
+ * ECDSA (a resumption signs nothing and stays inline);
+ * FUT_TLS_KEYOP_POOL always on the pool;
  * FUT_TLS_KEYOP_INLINE always inside the handshake's poll. docs/tls.md,
  * "Key operations", has the measurements. A runtime without a blocking
  * pool signs inline. */

@@ -91,6 +91,7 @@ int fut_tls_ctx_new(enum fut_tls_role role, struct fut_tls_ctx **out)
         static const unsigned char sid[] = "fut-tls";
         SSL_CTX_set_session_id_context(c->ssl, sid, sizeof sid - 1);
         SSL_CTX_set_verify(c->ssl, SSL_VERIFY_NONE, NULL);
+        SSL_CTX_set_client_hello_cb(c->ssl, fut__tls_client_hello, NULL);
     }
     SSL_CTX_set_alpn_select_cb(c->ssl, alpn_select, c);
     *out = c;

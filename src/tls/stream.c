@@ -30,6 +30,8 @@ int fut_tls_new(struct fut_tls_ctx *c, struct fut_io *io, const char *name,
     t->io = io;
     ERR_clear_error();
     t->ssl = SSL_new(c->ssl);
+    if (t->ssl)
+        SSL_set_app_data(t->ssl, t); /* for fut__tls_client_hello */
     t->rbio = BIO_new(BIO_s_mem());
     t->wbio = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->rbio || !t->wbio) {
@@ -99,12 +101,18 @@ const char *fut_tls_error_message(const struct fut_tls *t)
 
 /* A server with an RSA key signs while it processes the ClientHello (the
  * CertificateVerify of TLS 1.3, the ServerKeyExchange of TLS 1.2 with
- * ECDHE): about 1.7 ms of a core for RSA-2048, which would stall every
- * connection of the worker. Those steps run on the blocking pool as one
- * SSL_do_handshake over the stream's memory BIOs; ECDSA signs in tens of
- * microseconds and stays inline. A resumed session does not sign: its
- * step makes the trip all the same (the ClientHello does not say so
- * before OpenSSL has read it). */
+ * ECDHE): about 0.3-1.7 ms of a core for RSA-2048, which would stall
+ * every connection of the worker. Those steps run on the blocking pool as
+ * one SSL_do_handshake over the stream's memory BIOs; ECDSA signs in tens
+ * of microseconds and stays inline. Every step starts inline: OpenSSL
+ * calls fut__tls_client_hello once it has read a whole ClientHello, before
+ * it signs; a ClientHello that asks for a resumption (a PSK in TLS 1.3, a
+ * session ticket or session id in TLS 1.2) goes on inline, as no
+ * signature is made; one that does not pauses the step
+ * (SSL_CLIENT_HELLO_RETRY), which then runs again on the pool with
+ * 'kj_job' set, where the callback lets it go on. A resumption the server
+ * refuses (an expired ticket) falls back to a full handshake inline: one
+ * signature on the worker. */
 
 fut__aword fut__tls_key_jobs;
 fut__aword fut__tls_key_job_thread;
@@ -135,13 +143,33 @@ static intptr_t key_job(void *arg)
     return 0;
 }
 
-/* The next handshake step goes to the pool: a server with an RSA key,
- * before its flight, with input for OpenSSL (without input the step only
- * asks for more, at no cost). */
-static int key_step_offloaded(struct fut_tls *t)
+/* TLS 1.2 offers carry no supported_versions extension: only there is a
+ * session id a resumption (TLS 1.3 clients send a random one). */
+static int hello_resumes(SSL *s)
 {
-    return t->ctx->key_offload && !t->kj_off &&
-           t->ctx->role == FUT_TLS_SERVER && BIO_pending(t->rbio) > 0;
+    const unsigned char *p;
+    size_t len;
+    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_psk, &p, &len) == 1)
+        return 1;
+    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_session_ticket, &p, &len) ==
+            1 &&
+        len > 0)
+        return 1;
+    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_supported_versions, &p,
+                                  &len) == 1)
+        return 0;
+    return SSL_client_hello_get0_session_id(s, &p) > 0;
+}
+
+int fut__tls_client_hello(SSL *s, int *alert, void *arg)
+{
+    (void)alert;
+    (void)arg;
+    struct fut_tls *t = SSL_get_app_data(s);
+    if (!t || !t->ctx->key_offload || t->kj_off || t->kj_job ||
+        hello_resumes(s))
+        return SSL_CLIENT_HELLO_SUCCESS;
+    return SSL_CLIENT_HELLO_RETRY; /* to the pool (fut__tls_handshake) */
 }
 
 int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx)
@@ -153,6 +181,7 @@ int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx)
     int r = t->kj.result;
     fut_drop(&t->kj.base);
     t->kj_busy = 0;
+    t->kj_job = 0;
     if (r == 0)
         t->kj_ready = 1; /* the handshake loop takes the results */
     else
@@ -394,22 +423,26 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
             drained = t->kj_msg;
             /* The server's flight ends with Finished (TLS 1.3, and a
              * resumption) or ServerHelloDone (TLS 1.2): the signature is
-             * made, later steps run inline. A partial ClientHello or a
-             * HelloRetryRequest leaves the next step on the pool. */
+             * made, later steps run inline. After a HelloRetryRequest
+             * the next ClientHello meets the callback again. */
             OSSL_HANDSHAKE_STATE st = SSL_get_state(t->ssl);
             if (rc == 1 || st == TLS_ST_SW_FINISHED ||
                 st == TLS_ST_SW_SRVR_DONE || ++t->kj_steps >= 4)
                 t->kj_off = 1;
-        } else if (key_step_offloaded(t)) {
-            fut_spawn_blocking_init(&t->kj, key_job, t);
-            t->kj_busy = 1;
-            if (fut__tls_key_settle(t, cx) == FUT_PENDING)
-                return FUT_PENDING;
-            continue;
         } else {
             ERR_clear_error();
             rc = SSL_do_handshake(t->ssl);
             e = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, rc);
+            if (e == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
+                /* A ClientHello that makes the server sign: that step
+                 * runs again on the pool (key operations, above). */
+                t->kj_job = 1;
+                fut_spawn_blocking_init(&t->kj, key_job, t);
+                t->kj_busy = 1;
+                if (fut__tls_key_settle(t, cx) == FUT_PENDING)
+                    return FUT_PENDING;
+                continue;
+            }
         }
         if (rc == 1) {
             t->hs_done = 1;

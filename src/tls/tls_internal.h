@@ -27,10 +27,12 @@
  *     future, after a failure of the byte stream ('io_failed') nothing;
  *   - socket EOF sets 'eof' and makes rbio report EOF to OpenSSL;
  *   - key operations (stream.c, "key operations"): a server whose key is
- *     RSA runs the handshake steps that may sign - those that process the
- *     ClientHello, until one produced the server's flight - as one
- *     SSL_do_handshake on the blocking pool, through the inner future
- *     'kj'. While 'kj_busy' the pool thread owns the SSL (and its BIOs)
+ *     RSA runs the handshake steps that may sign - those that process a
+ *     ClientHello that asks for no resumption, until one produced the
+ *     server's flight - as one SSL_do_handshake on the blocking pool,
+ *     through the inner future 'kj'. Every step starts inline; OpenSSL's
+ *     ClientHello callback (fut__tls_client_hello) pauses one that would
+ *     sign ('kj_job' set while that step runs on the pool). While 'kj_busy' the pool thread owns the SSL (and its BIOs)
  *     and the 'kj_*' results: no other code touches them until 'kj'
  *     returned READY (the pool's DONE store, release, and its poll's
  *     acquire load order the hand-over). Like 'wr', 'kj' is never
@@ -84,6 +86,8 @@ struct fut_tls {
     int kj_ready; /* its results wait for the handshake loop */
     int kj_off;   /* no more steps off-thread (signed, or no pool) */
     int kj_steps; /* steps run on the pool (at most 4) */
+    int kj_job;   /* the step running on the pool (its ClientHello
+                     callback lets it sign) */
     int kj_rc, kj_e;
     char kj_msg[512]; /* the pool thread's OpenSSL errors */
     unsigned char obuf[FUT__TLS_BUF];
@@ -115,6 +119,9 @@ int fut__tls_fail_e(struct fut_tls *t, struct fut_context *cx, int e,
 /* Polls the key operation if one is in flight: FUT_PENDING while it runs,
  * FUT_READY once the stream is the runtime's again. */
 int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx);
+/* OpenSSL's ClientHello callback of every server context: pauses a step
+ * that would sign, so that it runs on the pool (stream.c). */
+int fut__tls_client_hello(SSL *s, int *alert, void *arg);
 /* Key operations run off the runtime thread (for tests): a count and the
  * last pool thread's pthread_t. Relaxed: statistics. */
 extern fut__aword fut__tls_key_jobs;
