@@ -3,7 +3,7 @@
  * one trace over 100 reruns of a scenario of tasks, a channel, sleeps and
  * timeouts; other seeds give other interleavings; hours of virtual time
  * pass in milliseconds; FUT_SIM_CHECK catches a task that reads the real
- * clock and names the step; a lost update is found by a loop over seeds
+ * clock, and one that decides on its task's address, and names the step; a lost update is found by a loop over seeds
  * and replayed from its seed; blocking work runs inline; a teardown with
  * tasks pending drops them; what a simulation refuses. */
 #include <errno.h>
@@ -26,7 +26,8 @@ struct mix {
     struct fut_mpsc_rx rx;
     uint64_t sum;
     int timeouts, got;
-    int leak; /* plant the determinism leak (a real-clock decision) */
+    int leak; /* plant a determinism leak: 1 a real-clock decision,
+                 2 one made on an address */
 };
 
 struct producer {
@@ -52,9 +53,17 @@ static int producer_poll(struct fut_future *f, struct fut_context *cx)
     for (p->k = 0; p->k < 6; p->k++) {
         fut_sleep_init(&p->s, (int64_t)((p->id * 7 + p->k) % 4) * MS);
         FUT_AWAIT(f, &p->s);
-        /* The planted leak: how often to yield comes from the real
-         * clock, so two runs of one seed differ. */
-        p->n = p->m->leak ? (int)(fut_now_ns() % 3) : (p->id + p->k) % 2;
+        /* The planted leaks: how often to yield comes from the real
+         * clock, or from the address of the first producer's task (a
+         * pointer used as a hash key), so two runs of one seed differ. */
+        if (p->m->leak == 1)
+            p->n = (int)(fut_now_ns() % 3);
+        else if (p->m->leak == 2 && p->id == 0)
+            p->n = (int)((((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15u) >>
+                          (40 + p->k * 4)) %
+                         3);
+        else
+            p->n = (p->id + p->k) % 2;
         for (p->i = 0; p->i < p->n; p->i++) {
             fut_yield_init(&p->y);
             FUT_AWAIT(f, &p->y);
@@ -293,6 +302,12 @@ START_TEST(check_names_leak)
     snprintf(want, sizeof want, "differs at step %llu",
              (unsigned long long)rep.leak_step);
     ck_assert_msg(strstr(text, want) && strstr(text, "sim.c:"), "%s", text);
+    /* The other planted leak: decisions made on the tasks' addresses. */
+    memset(&m, 0, sizeof m);
+    m.leak = 2;
+    ASSERT_EQ(checked_run(&m, &rep, text, sizeof text), FUT_ECANCELED);
+    ASSERT_TRUE(rep.leak_step >= 1);
+    ck_assert_msg(strstr(text, "determinism leak"), "%s", text);
 }
 END_TEST
 
