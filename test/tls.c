@@ -574,41 +574,58 @@ static intptr_t line_server_fn(void *arg)
     return v;
 }
 
+/* One s_client connection to a line_server with the chain 'crt' / 'key'
+ * and s_client's extra flags 'flags' (NULL-ended, at most 4); what
+ * s_client printed goes to 'text'. Returns the server fiber's value. */
+static intptr_t s_client_round(struct line_server *s, const char *crt,
+                               const char *key, const char *const *flags,
+                               char *text, size_t cap)
+{
+    struct fut_runtime *rt = rt_make(0);
+    memset(s, 0, sizeof *s);
+    s->ctx = server_ctx(crt, key);
+    int port;
+    s->listener = listen_any(&port);
+    char connect[64], out[128];
+    snprintf(connect, sizeof connect, "127.0.0.1:%d", port);
+    snprintf(out, sizeof out, "%s/s_client.out", dir);
+    int in[2];
+    ASSERT_EQ(pipe(in), 0);
+    char *argv[16] = {"openssl",     "s_client",  "-connect",
+                      connect,       "-CAfile",   (char *)crt,
+                      "-servername", "localhost", "-verify_return_error",
+                      "-ign_eof"};
+    int n = 10;
+    for (int i = 0; flags[i] && i < 4; i++)
+        argv[n++] = (char *)flags[i];
+    argv[n] = NULL;
+    pid_t pid = spawn_tool(argv, in[0], out);
+    close(in[0]);
+    ck_assert_int_eq(write(in[1], "hello\n", 6), 6);
+    struct fut_join j;
+    ASSERT_EQ(fut_fiber_spawn(rt, line_server_fn, s, big_stack(), &j), 0);
+    ASSERT_EQ(fut_block_on(rt, &j.base), 0);
+    intptr_t v = fut_fiber_value(&j);
+    fut_drop(&j.base);
+    close(in[1]);
+    (void)reap(pid, 10000);
+    read_file(out, text, cap);
+    fut_io_close(s->listener);
+    fut_tls_ctx_free(s->ctx);
+    fut_runtime_free(rt);
+    return v;
+}
+
 START_TEST(tls_server_vs_s_client)
 {
     const char *vflag[2] = {"-tls1_2", "-tls1_3"};
     const char *vname[2] = {"TLSv1.2", "TLSv1.3"};
     for (int i = 0; i < 2; i++) {
-        struct fut_runtime *rt = rt_make(0);
         struct line_server s;
-        memset(&s, 0, sizeof s);
-        s.ctx = server_ctx(ec_crt, ec_key);
-        int port;
-        s.listener = listen_any(&port);
-        char connect[64], out[128];
-        snprintf(connect, sizeof connect, "127.0.0.1:%d", port);
-        snprintf(out, sizeof out, "%s/s_client.out", dir);
-        int in[2];
-        ASSERT_EQ(pipe(in), 0);
-        char *argv[] = {"openssl",        "s_client",
-                        "-connect",       connect,
-                        (char *)vflag[i], "-CAfile",
-                        ec_crt,           "-servername",
-                        "localhost",      "-verify_return_error",
-                        "-ign_eof",       NULL};
-        pid_t pid = spawn_tool(argv, in[0], out);
-        close(in[0]);
-        ck_assert_int_eq(write(in[1], "hello\n", 6), 6);
-        struct fut_join j;
-        ASSERT_EQ(fut_fiber_spawn(rt, line_server_fn, &s, big_stack(), &j),
-                  0);
-        ASSERT_EQ(fut_block_on(rt, &j.base), 0);
-        intptr_t v = fut_fiber_value(&j);
-        fut_drop(&j.base);
-        close(in[1]);
-        int st = reap(pid, 10000);
+        const char *flags[] = {vflag[i], NULL};
         char text[16384];
-        read_file(out, text, sizeof text);
+        intptr_t v =
+            s_client_round(&s, ec_crt, ec_key, flags, text, sizeof text);
         ck_assert_msg(s.hs == 0, "handshake: %s (%s)", fut_strerror(s.hs),
                       s.msg);
         ck_assert_msg(v == 0, "server: %ld", (long)v);
@@ -617,10 +634,6 @@ START_TEST(tls_server_vs_s_client)
                       text);
         ck_assert_msg(strstr(text, "Verify return code: 0") != NULL,
                       "s_client did not verify us: %s", text);
-        (void)st;
-        fut_io_close(s.listener);
-        fut_tls_ctx_free(s.ctx);
-        fut_runtime_free(rt);
     }
 }
 END_TEST
@@ -1532,6 +1545,29 @@ START_TEST(tls_key_offload)
 }
 END_TEST
 
+/* TLS 1.2 with RSA key exchange (s_client offers only
+ * AES128-GCM-SHA256): the server signs nothing but decrypts the client's
+ * key exchange with its key, a step after the ClientHello - that step
+ * runs on the pool too: two key jobs (the ClientHello's step, whose
+ * callback cannot know the cipher yet, and the decryption). */
+START_TEST(tls_key_offload_rsa_kx)
+{
+    struct line_server s;
+    const char *flags[] = {"-tls1_2", "-cipher", "AES128-GCM-SHA256", NULL};
+    char text[16384];
+    uintptr_t before = key_jobs();
+    intptr_t v =
+        s_client_round(&s, rsa_crt, rsa_key, flags, text, sizeof text);
+    uintptr_t jobs = key_jobs() - before;
+    ck_assert_msg(s.hs == 0 && v == 0, "handshake: %s (%s)",
+                  fut_strerror(s.hs), s.msg);
+    ck_assert_msg(strstr(text, "AES128-GCM-SHA256") != NULL,
+                  "another cipher: %s", text);
+    ck_assert_msg(jobs == 2, "RSA key exchange: %lu key jobs, not 2",
+                  (unsigned long)jobs);
+}
+END_TEST
+
 /* The server's handshake future, dropped right after the poll that sent
  * the signing step to the pool (the job queued or running): mode 0 goes
  * on with a new handshake future, which finishes; mode 1 frees the stream
@@ -1884,6 +1920,7 @@ int main(void)
     tcase_add_test(tc, tls_drop_read_harness);
     tc = fut_test_tcase(s, "keyop");
     tcase_add_test(tc, tls_key_offload);
+    tcase_add_test(tc, tls_key_offload_rsa_kx);
     tcase_add_test(tc, tls_key_offload_drop);
     tc = fut_test_tcase(s, "many");
     tcase_add_test(tc, tls_many_handshakes);

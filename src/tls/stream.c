@@ -112,7 +112,9 @@ const char *fut_tls_error_message(const struct fut_tls *t)
  * (SSL_CLIENT_HELLO_RETRY), which then runs again on the pool with
  * 'kj_job' set, where the callback lets it go on. A resumption the server
  * refuses (an expired ticket) falls back to a full handshake inline: one
- * signature on the worker. */
+ * signature on the worker. A TLS 1.2 client that chose RSA key exchange
+ * makes the server decrypt its key exchange with the key, a step later:
+ * 'kj_decrypt' sends that step to the pool as well. */
 
 fut__aword fut__tls_key_jobs;
 fut__aword fut__tls_key_job_thread;
@@ -159,6 +161,15 @@ static int hello_resumes(SSL *s)
                                   &len) == 1)
         return 0;
     return SSL_client_hello_get0_session_id(s, &p) > 0;
+}
+
+/* The cipher chosen uses RSA key exchange (TLS 1.2 without ECDHE). */
+static int rsa_key_exchange(SSL *s)
+{
+    const SSL_CIPHER *c = SSL_get_pending_cipher(s);
+    if (!c)
+        c = SSL_get_current_cipher(s);
+    return c && SSL_CIPHER_get_kx_nid(c) == NID_kx_rsa;
 }
 
 int fut__tls_client_hello(SSL *s, int *alert, void *arg)
@@ -426,9 +437,21 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
              * made, later steps run inline. After a HelloRetryRequest
              * the next ClientHello meets the callback again. */
             OSSL_HANDSHAKE_STATE st = SSL_get_state(t->ssl);
+            /* TLS 1.2 with RSA key exchange: the server's flight signed
+             * nothing, the client's key exchange is decrypted with the
+             * key - the step that reads it goes to the pool too. */
+            t->kj_decrypt = rc != 1 && st == TLS_ST_SW_SRVR_DONE &&
+                            rsa_key_exchange(t->ssl);
             if (rc == 1 || st == TLS_ST_SW_FINISHED ||
                 st == TLS_ST_SW_SRVR_DONE || ++t->kj_steps >= 4)
                 t->kj_off = 1;
+        } else if (t->kj_decrypt && BIO_pending(t->rbio) > 0) {
+            t->kj_job = 1;
+            fut_spawn_blocking_init(&t->kj, key_job, t);
+            t->kj_busy = 1;
+            if (fut__tls_key_settle(t, cx) == FUT_PENDING)
+                return FUT_PENDING;
+            continue;
         } else {
             ERR_clear_error();
             rc = SSL_do_handshake(t->ssl);

@@ -82,12 +82,14 @@ struct fut_tls {
     char msg[512];
     /* the key operation on the blocking pool (see the rules above) */
     struct fut_blocking kj;
-    int kj_busy;  /* 'kj' was polled and has not returned READY */
-    int kj_ready; /* its results wait for the handshake loop */
-    int kj_off;   /* no more steps off-thread (signed, or no pool) */
-    int kj_steps; /* steps run on the pool (at most 4) */
-    int kj_job;   /* the step running on the pool (its ClientHello
+    int kj_busy;    /* 'kj' was polled and has not returned READY */
+    int kj_ready;   /* its results wait for the handshake loop */
+    int kj_off;     /* no more steps off-thread (signed, or no pool) */
+    int kj_steps;   /* steps run on the pool (at most 4) */
+    int kj_job;     /* the step running on the pool (its ClientHello
                      callback lets it sign) */
+    int kj_decrypt; /* TLS 1.2 RSA key exchange: the next step with
+                       input (the client's key exchange) to the pool */
     int kj_rc, kj_e;
     char kj_msg[512]; /* the pool thread's OpenSSL errors */
     unsigned char obuf[FUT__TLS_BUF];
