@@ -200,6 +200,15 @@ int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx)
     return FUT_READY;
 }
 
+/* The next handshake step, on the pool: PENDING while it runs. */
+static int key_job_start(struct fut_tls *t, struct fut_context *cx)
+{
+    t->kj_job = 1;
+    fut_spawn_blocking_init(&t->kj, key_job, t);
+    t->kj_busy = 1;
+    return fut__tls_key_settle(t, cx);
+}
+
 /* fut_tls_free of a stream whose key operation is in flight: the job may
  * be running on the SSL, so it is awaited here, on this thread (at most
  * one signature and the pool's queue), never dropped. */
@@ -446,10 +455,7 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
                 st == TLS_ST_SW_SRVR_DONE || ++t->kj_steps >= 4)
                 t->kj_off = 1;
         } else if (t->kj_decrypt && BIO_pending(t->rbio) > 0) {
-            t->kj_job = 1;
-            fut_spawn_blocking_init(&t->kj, key_job, t);
-            t->kj_busy = 1;
-            if (fut__tls_key_settle(t, cx) == FUT_PENDING)
+            if (key_job_start(t, cx) == FUT_PENDING)
                 return FUT_PENDING;
             continue;
         } else {
@@ -459,10 +465,7 @@ int fut__tls_handshake(struct fut_tls *t, struct fut_context *cx, int *res)
             if (e == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
                 /* A ClientHello that makes the server sign: that step
                  * runs again on the pool (key operations, above). */
-                t->kj_job = 1;
-                fut_spawn_blocking_init(&t->kj, key_job, t);
-                t->kj_busy = 1;
-                if (fut__tls_key_settle(t, cx) == FUT_PENDING)
+                if (key_job_start(t, cx) == FUT_PENDING)
                     return FUT_PENDING;
                 continue;
             }
