@@ -13,6 +13,19 @@
 #include "fut.h"
 #include "test.h"
 
+/* Seeds to run: 'plain', or 'san' in an ASan or TSan build (whose
+ * fibers and checks make a seed several times slower). */
+#if defined(FUT_TEST_TSAN) || defined(__SANITIZE_ADDRESS__)
+#define SIM_ITERS(plain, san) (san)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SIM_ITERS(plain, san) (san)
+#endif
+#endif
+#ifndef SIM_ITERS
+#define SIM_ITERS(plain, san) (plain)
+#endif
+
 struct sim_dial {
     struct fut_future base;
     const struct sockaddr_storage *at;

@@ -305,7 +305,7 @@ START_TEST(same_seed)
     ASSERT_EQ(fut_sim_run(NULL, 7, chat_run, &w, &r0), 0);
     ck_assert_int_gt(w.partitions, 0);
     ASSERT_EQ(w.lines_ok, NCLIENTS * (NCLIENTS - 1) * NLINES);
-    sim_check_traces(chat_run, &w, 7, &r0, TEST_ITERS(20, 5), 100, 10);
+    sim_check_traces(chat_run, &w, 7, &r0, SIM_ITERS(20, 5), 100, 10);
 }
 END_TEST
 
@@ -318,7 +318,7 @@ START_TEST(swarm)
     memset(&sw, 0, sizeof sw);
     sw.replay = "CK_RUN_CASE=swarm test_sim_chat";
     struct fut_sim_swarm_result res;
-    uint64_t n = TEST_ITERS(150, 15);
+    uint64_t n = SIM_ITERS(150, 15);
     ASSERT_EQ(fut_sim_swarm(&sw, 1000, n, chat_run, &w, &res), 0);
     w.chaos = 1;
     ASSERT_EQ(fut_sim_swarm(&sw, 2000, n, chat_run, &w, &res), 0);

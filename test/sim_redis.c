@@ -45,8 +45,8 @@ enum {
     NSUB = 2,
     NOPS = 80,
     MAXGEN = NOPS + 1,
-    REPLY_MS = 250,  /* a reply later than this: the connection is given up */
-    MAXELEM = 128,   /* array replies */
+    REPLY_MS = 250, /* a reply later than this: the connection is given up */
+    MAXELEM = 128,  /* array replies */
     ELEMLEN = 48,
 };
 
@@ -58,9 +58,9 @@ struct elem {
 };
 
 struct reply {
-    char type;      /* + - : $ * */
-    long long n;    /* ':' value; '$' length (-1: nil); '*' count */
-    char s[256];    /* '+', '-', '$' text */
+    char type;   /* + - : $ * */
+    long long n; /* ':' value; '$' length (-1: nil); '*' count */
+    char s[256]; /* '+', '-', '$' text */
     struct elem e[MAXELEM];
 };
 
@@ -222,13 +222,13 @@ enum op {
 /* What a generation's keys must hold ('pending': the command its
  * connection was given up on, applied or not). */
 struct model {
-    int sval;         /* the string's value id, -1: unset */
-    long long n;      /* the counter (0: unset) */
-    int list[NOPS];   /* value ids, left to right */
+    int sval;       /* the string's value id, -1: unset */
+    long long n;    /* the counter (0: unset) */
+    int list[NOPS]; /* value ids, left to right */
     int len;
     enum op pending;
-    int parg;         /* its value id */
-    int landed;       /* a re-check saw it applied */
+    int parg;   /* its value id */
+    int landed; /* a re-check saw it applied */
 };
 
 struct world {
@@ -238,7 +238,9 @@ struct world {
     struct fut_token stop;
     struct sockaddr_storage at;
     socklen_t atlen;
-    struct fut_sim_host *sh, *ch[NCLIENTS], *subh[NSUB], *checkh;
+    struct fut_sim_host *sh, *checkh;
+    struct fut_sim_host *hosts[NCLIENTS + NSUB]; /* clients, subscribers */
+    struct fut_sim_host **ch, **subh;
     int done, partitions, timeouts, subscribed;
     struct model m[NCLIENTS][MAXGEN];
     int gens[NCLIENTS];
@@ -360,9 +362,10 @@ static int recheck(struct world *w, struct rconn *c, int id, int gen)
         free(r);
         return 0;
     }
-    flunk(w, "client %d generation %d: keys hold what no command gave "
-          "(s %c%s, n %c%s, list of %lld)", id, gen, r[0].type, r[0].s,
-          r[1].type, r[1].s, r[2].n);
+    flunk(w,
+          "client %d generation %d: keys hold what no command gave "
+          "(s %c%s, n %c%s, list of %lld)",
+          id, gen, r[0].type, r[0].s, r[1].type, r[1].s, r[2].n);
     free(r);
     return 0;
 }
@@ -432,8 +435,8 @@ static void check(struct client *cl, struct model *m, enum op op, int arg,
     case OP_LRANGE:
         ok = r->type == '*' && r->n == m->len;
         for (int i = 0; ok && i < m->len; i++)
-            ok = (val(v, sizeof v, cl->id, m->list[i]),
-                  !strcmp(r->e[i].s, v));
+            ok =
+                (val(v, sizeof v, cl->id, m->list[i]), !strcmp(r->e[i].s, v));
         break;
     case OP_SHARED:
         ok = r->type == ':' && r->n > cl->last_shared &&
@@ -627,26 +630,6 @@ out:
     return 0;
 }
 
-/* --------------------------------------------------------------- chaos */
-
-static intptr_t chaos(void *arg)
-{
-    struct world *w = arg;
-    while (!w->done) {
-        fut_sleep((int64_t)(10 + fut_sim_random() % 140) * MS);
-        if (w->done)
-            break;
-        unsigned pick = (unsigned)(fut_sim_random() % (NCLIENTS + NSUB));
-        struct fut_sim_host *h =
-            pick < NCLIENTS ? w->ch[pick] : w->subh[pick - NCLIENTS];
-        fut_sim_partition(w->sh, h);
-        w->partitions++;
-        fut_sleep((int64_t)(50 + fut_sim_random() % 550) * MS);
-        fut_sim_heal(w->sh, h);
-    }
-    return 0;
-}
-
 /* -------------------------------------------------------------- driver */
 
 /* The end: every generation's keys, the shared counter, "fin". */
@@ -662,8 +645,7 @@ static void final_check(struct world *w)
                 flunk(w, "checker: no reply");
     static struct reply r;
     const char *a0[] = {"GET", "shared"}, *a1[] = {"PUBLISH", "news", "fin"};
-    if (!w->fail[0] &&
-        (send_cmd(&c, 2, a0) || read_reply(&c, &r, REPLY_MS)))
+    if (!w->fail[0] && (send_cmd(&c, 2, a0) || read_reply(&c, &r, REPLY_MS)))
         flunk(w, "checker: no reply");
     long long v = r.type == '$' && r.n >= 0 ? strtoll(r.s, NULL, 10) : 0;
     if (!w->fail[0] && (v < w->shared_ok || v > w->shared_ok + w->shared_amb))
@@ -672,9 +654,8 @@ static void final_check(struct world *w)
     for (long long i = v + 1; !w->fail[0] && i <= NCLIENTS * NOPS; i++)
         if (w->seen[i])
             flunk(w, "INCR replied %lld, the counter is %lld", i, v);
-    if (!w->fail[0] &&
-        (send_cmd(&c, 3, a1) || read_reply(&c, &r, REPLY_MS) ||
-         r.type != ':' || r.n != NSUB))
+    if (!w->fail[0] && (send_cmd(&c, 3, a1) || read_reply(&c, &r, REPLY_MS) ||
+                        r.type != ':' || r.n != NSUB))
         flunk(w, "checker: PUBLISH fin");
     fut_io_close(c.io);
 }
@@ -689,27 +670,31 @@ static intptr_t driver(void *arg)
         memset(&ss[i], 0, sizeof ss[i]);
         ss[i].w = w;
         ss[i].id = i;
-        ck_assert_int_eq(fut_fiber_spawn(NULL, subscriber, &ss[i], NULL,
-                                         &sj[i]),
-                         0);
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, subscriber, &ss[i], NULL, &sj[i]), 0);
     }
     while (w->subscribed < NSUB && !w->fail[0])
         fut_sleep(MS);
-    int chaos_on = w->chaos && fut_fiber_spawn(NULL, chaos, w, NULL, &xj) == 0;
+    /* Cuts a seeded client's or subscriber's host off the server for
+     * 50-600 ms, every 10-150 ms, until the clients are done. */
+    struct sim_chaos x = {w->sh, w->hosts, NCLIENTS + NSUB, 10, 150,
+                          50,    600,      &w->done,        0};
+    int chaos_on =
+        w->chaos && fut_fiber_spawn(NULL, sim_chaos, &x, NULL, &xj) == 0;
     for (int i = 0; i < NCLIENTS; i++) {
         memset(&cs[i], 0, sizeof cs[i]);
         cs[i].w = w;
         cs[i].id = i;
-        ck_assert_int_eq(fut_fiber_spawn(NULL, data_client, &cs[i], NULL,
-                                         &cj[i]),
-                         0);
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, data_client, &cs[i], NULL, &cj[i]), 0);
     }
     for (int i = 0; i < NCLIENTS; i++)
         fut_fiber_join(&cj[i], NULL);
     w->done = 1;
     if (chaos_on)
         fut_fiber_join(&xj, NULL); /* it healed what it cut */
-    fut_sleep(500 * MS);           /* whatever stalled has arrived */
+    w->partitions = x.partitions;
+    fut_sleep(500 * MS); /* whatever stalled has arrived */
     final_check(w);
     for (int i = 0; i < NSUB; i++) {
         if (w->fail[0]) /* a subscriber may wait for ever */
@@ -731,7 +716,7 @@ static intptr_t driver(void *arg)
 }
 
 static struct world world; /* big */
-static int total_timeouts;  /* over a swarm's seeds */
+static int total_timeouts; /* over a swarm's seeds */
 
 /* fut_sim_fn: fut-redis on 10.0.0.1:6379, data client i on 10.0.1.(i+1),
  * subscriber i on 10.0.2.(i+1), the checker on 10.0.3.1. */
@@ -743,6 +728,8 @@ static int redis_run(struct fut_runtime *rt, void *ud)
         server_fini(&w->srv); /* the last seed's runtime is freed */
     memset(w, 0, sizeof *w);
     w->chaos = chaos_on;
+    w->ch = w->hosts;
+    w->subh = w->hosts + NCLIENTS;
     struct server_config cfg;
     server_config_init(&cfg);
     cfg.bind[0] = "10.0.0.1";
@@ -759,9 +746,8 @@ static int redis_run(struct fut_runtime *rt, void *ud)
         char addr[32];
         snprintf(addr, sizeof addr, "10.0.%d.%d", i < NCLIENTS ? 1 : 2,
                  (i < NCLIENTS ? i : i - NCLIENTS) + 1);
-        if (fut_sim_host_new(rt, addr,
-                             i < NCLIENTS ? &w->ch[i]
-                                          : &w->subh[i - NCLIENTS]))
+        if (fut_sim_host_new(
+                rt, addr, i < NCLIENTS ? &w->ch[i] : &w->subh[i - NCLIENTS]))
             return 2;
     }
     int64_t lo = (int64_t)(fut_sim_random() % 3) * MS;
@@ -797,7 +783,6 @@ static int redis_run(struct fut_runtime *rt, void *ud)
     return 0;
 }
 
-
 static void world_fini(void)
 {
     if (world.srv_live)
@@ -808,42 +793,35 @@ static void world_fini(void)
 START_TEST(same_seed)
 {
     unsetenv("FUT_SIM_SEED");
-    struct fut_sim_report r0, rep;
+    struct fut_sim_report r0;
     world.chaos = 1;
     ASSERT_EQ(fut_sim_run(NULL, 11, redis_run, &world, &r0), 0);
     ck_assert_int_gt(world.partitions, 0);
     ck_assert_int_gt(world.replies_checked, NCLIENTS * NOPS / 2);
-    int reruns = TEST_ITERS(10, 3);
-    for (int i = 1; i < reruns; i++) {
-        ASSERT_EQ(fut_sim_run(NULL, 11, redis_run, &world, &rep), 0);
-        ck_assert_msg(rep.trace == r0.trace && rep.steps == r0.steps,
-                      "run %d: trace %016llx vs %016llx", i,
-                      (unsigned long long)rep.trace,
-                      (unsigned long long)r0.trace);
-    }
-    int differ = 0;
-    for (uint64_t seed = 100; seed < 105; seed++) {
-        ASSERT_EQ(fut_sim_run(NULL, seed, redis_run, &world, &rep), 0);
-        differ += rep.trace != r0.trace;
-    }
-    ASSERT_EQ(differ, 5);
+    sim_check_traces(redis_run, &world, 11, &r0, SIM_ITERS(10, 3), 100, 5);
     world_fini();
 }
 END_TEST
 
-/* No partitions: every reply exact, nothing ambiguous. FUT_SIM_SEED=N
- * replays one seed (the replay line says so). */
-START_TEST(seeds)
+/* The swarm from 'first' (FUT_SIM_SEED=N: seed N only, the replay that
+ * its failure line prints); the timeouts of all its seeds. */
+static int redis_swarm(int chaos, uint64_t first, const char *replay)
 {
     struct fut_sim_swarm sw;
     memset(&sw, 0, sizeof sw);
-    sw.replay = "CK_RUN_CASE=seeds test_sim_redis";
-    struct fut_sim_swarm_result res;
-    uint64_t n = TEST_ITERS(300, 30);
-    world.chaos = 0;
+    sw.replay = replay;
+    world.chaos = chaos;
     total_timeouts = 0;
-    ASSERT_EQ(fut_sim_swarm(&sw, 1000, n, redis_run, &world, &res), 0);
-    ASSERT_EQ(total_timeouts, 0);
+    ASSERT_EQ(fut_sim_swarm(&sw, first, SIM_ITERS(300, 30), redis_run, &world,
+                            NULL),
+              0);
+    return total_timeouts;
+}
+
+/* No partitions: every reply exact, nothing ambiguous. */
+START_TEST(seeds)
+{
+    ASSERT_EQ(redis_swarm(0, 1000, "CK_RUN_CASE=seeds test_sim_redis"), 0);
     ASSERT_EQ(world.replies_checked, NCLIENTS * NOPS);
     world_fini();
 }
@@ -852,16 +830,9 @@ END_TEST
 /* Partitions mid-run: clients time out, reconnect and re-check. */
 START_TEST(partition)
 {
-    struct fut_sim_swarm sw;
-    memset(&sw, 0, sizeof sw);
-    sw.replay = "CK_RUN_CASE=partition test_sim_redis";
-    struct fut_sim_swarm_result res;
-    uint64_t n = TEST_ITERS(300, 30);
-    world.chaos = 1;
-    total_timeouts = 0;
-    ASSERT_EQ(fut_sim_swarm(&sw, 5000, n, redis_run, &world, &res), 0);
+    int t = redis_swarm(1, 5000, "CK_RUN_CASE=partition test_sim_redis");
     if (!getenv("FUT_SIM_SEED"))
-        ck_assert_int_gt(total_timeouts, n / 4); /* the cuts cut replies */
+        ck_assert_int_gt(t, SIM_ITERS(300, 30) / 4); /* replies were cut */
     world_fini();
 }
 END_TEST
