@@ -325,6 +325,23 @@ START_TEST(swarm)
 }
 END_TEST
 
+/* Partitions, and 4 workers emulated (fut/sim.h): the fibers polled in
+ * the orders the multi-thread runtime's queues give. */
+START_TEST(workers)
+{
+    struct world w = {.chaos = 1};
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.workers = 4;
+    struct fut_sim_swarm sw;
+    memset(&sw, 0, sizeof sw);
+    sw.replay = "CK_RUN_CASE=workers test_sim_chat";
+    sw.cfg = &cfg;
+    ASSERT_EQ(
+        fut_sim_swarm(&sw, 3000, SIM_ITERS(150, 15), chat_run, &w, NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim_chat");
@@ -332,5 +349,7 @@ int main(void)
     tcase_add_test(tc, same_seed);
     tc = fut_test_tcase(s, "swarm");
     tcase_add_test(tc, swarm);
+    tc = fut_test_tcase(s, "workers");
+    tcase_add_test(tc, workers);
     return fut_test_run(s);
 }

@@ -804,12 +804,15 @@ START_TEST(same_seed)
 END_TEST
 
 /* The swarm from 'first' (FUT_SIM_SEED=N: seed N only, the replay that
- * its failure line prints); the timeouts of all its seeds. */
-static int redis_swarm(int chaos, uint64_t first, const char *replay)
+ * its failure line prints) on 'cfg' (NULL: one queue); the timeouts of
+ * all its seeds. */
+static int redis_swarm(int chaos, uint64_t first, const char *replay,
+                       const struct fut_rt_config *cfg)
 {
     struct fut_sim_swarm sw;
     memset(&sw, 0, sizeof sw);
     sw.replay = replay;
+    sw.cfg = cfg;
     world.chaos = chaos;
     total_timeouts = 0;
     ASSERT_EQ(fut_sim_swarm(&sw, first, SIM_ITERS(300, 30), redis_run, &world,
@@ -821,7 +824,8 @@ static int redis_swarm(int chaos, uint64_t first, const char *replay)
 /* No partitions: every reply exact, nothing ambiguous. */
 START_TEST(seeds)
 {
-    ASSERT_EQ(redis_swarm(0, 1000, "CK_RUN_CASE=seeds test_sim_redis"), 0);
+    ASSERT_EQ(redis_swarm(0, 1000, "CK_RUN_CASE=seeds test_sim_redis", NULL),
+              0);
     ASSERT_EQ(world.replies_checked, NCLIENTS * NOPS);
     world_fini();
 }
@@ -830,9 +834,24 @@ END_TEST
 /* Partitions mid-run: clients time out, reconnect and re-check. */
 START_TEST(partition)
 {
-    int t = redis_swarm(1, 5000, "CK_RUN_CASE=partition test_sim_redis");
+    int t =
+        redis_swarm(1, 5000, "CK_RUN_CASE=partition test_sim_redis", NULL);
     if (!getenv("FUT_SIM_SEED"))
         ck_assert_int_gt(t, SIM_ITERS(300, 30) / 4); /* replies were cut */
+    world_fini();
+}
+END_TEST
+
+/* Partitions, and 4 workers emulated (fut/sim.h): the connection tasks
+ * polled in the orders the multi-thread runtime's queues give. */
+START_TEST(workers)
+{
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.workers = 4;
+    int t = redis_swarm(1, 9000, "CK_RUN_CASE=workers test_sim_redis", &cfg);
+    if (!getenv("FUT_SIM_SEED"))
+        ck_assert_int_gt(t, 0);
     world_fini();
 }
 END_TEST
@@ -846,5 +865,7 @@ int main(void)
     tcase_add_test(tc, seeds);
     tc = fut_test_tcase(s, "partition");
     tcase_add_test(tc, partition);
+    tc = fut_test_tcase(s, "workers");
+    tcase_add_test(tc, workers);
     return fut_test_run(s);
 }
