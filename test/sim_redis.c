@@ -41,8 +41,8 @@
 #define MS 1000000LL
 
 enum {
-    NCLIENTS = 6,
-    NSUB = 2,
+    NCLIENTS = 10,
+    NSUB = 3,
     NOPS = 80,
     MAXGEN = NOPS + 1,
     REPLY_MS = 250, /* a reply later than this: the connection is given up */
