@@ -349,6 +349,8 @@ static int recheck(struct world *w, struct rconn *c, int id, int gen)
         e = read_reply(c, &r[2], REPLY_MS);
     if (e) {
         free(r);
+        if (e == FUT_EINVAL)
+            flunk(w, "client %d: a reply it cannot parse", id);
         return e;
     }
     struct model *m = &w->m[id][gen], with = *m;
@@ -545,6 +547,10 @@ static intptr_t data_client(void *arg)
         int e = send_cmd(&cl->c, argc, argv);
         if (!e)
             e = read_reply(&cl->c, &cl->r, REPLY_MS);
+        if (e == FUT_EINVAL) {
+            flunk(w, "client %d: a reply it cannot parse", cl->id);
+            break;
+        }
         if (e) { /* ambiguous: run or not, maybe later */
             w->timeouts++;
             given_up = 1;
