@@ -90,7 +90,7 @@ struct listeners {
  * made inside the runtime). Its first poll opens the listeners and spawns
  * the acceptors and the cron task on 'rt'; it then serves until 'sig'
  * delivers SIGINT/SIGTERM or, when 'sig' is NULL, until 'stop' is
- * cancelled; then shuts down gracefully (stops accepting, waits up to 5 s
+ * cancelled (one of the two must be given); then shuts down gracefully (stops accepting, waits up to 5 s
  * for the replies in flight). Output 'result': 0, or 1 when a listener
  * could not be opened or a task spawned (printed). Dropping it closes the
  * listeners; the connection and cron tasks stay on 'rt' (freeing 'rt'
