@@ -101,6 +101,19 @@ static intptr_t acceptor(void *arg)
     return 0;
 }
 
+/* Serves 'ln' on 'rt' until a signal on 'sig' (NULL: until the scope's
+ * token is cancelled, test/sim_chat.c) and the clients are gone. */
+static int serve(struct fut_runtime *rt)
+{
+    struct fut_shutdown sd; /* signal -> token -> 2 s grace -> cancel */
+    fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);
+    fut_shutdown_init(&sd, &scope, NULL, sig, 2000LL * 1000 * 1000);
+    int r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
+            fut_block_on(rt, &sd.base);
+    fut_drop(&scope.base);
+    return r;
+}
+
 static const char usage_text[] =
     "usage: chat_fiber [--workers N] PORT\n"
     "  A TCP chat server: every line goes to every other client.\n"
@@ -126,12 +139,7 @@ int main(int argc, char **argv)
         return 2; /* cannot start: what was made dies with the process */
     fprintf(stderr, "backend: %s\n", fut_runtime_backend(rt));
     dprintf(1, "listening on %d\n", fut_addr_port(&ss));
-    struct fut_shutdown sd; /* signal -> token -> 2 s grace -> cancel */
-    fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);
-    fut_shutdown_init(&sd, &scope, NULL, sig, 2000LL * 1000 * 1000);
-    r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
-        fut_block_on(rt, &sd.base);
-    fut_drop(&scope.base);
+    r = serve(rt);
     fut_io_close(ln);
     fut_runtime_free(rt);
     fut_io_close(sig);

@@ -500,15 +500,6 @@ FUT_ASYNC_VTABLE(cron_vt, "cron", cron_poll, cron_cleanup);
 
 /* ------------------------------------------------------------- listeners */
 
-#define MAX_LISTENERS (SERVER_MAX_BINDS + 1)
-
-struct listeners {
-    struct fut_io *io[MAX_LISTENERS];   /* open, until an acceptor owns it */
-    struct fut_join acc[MAX_LISTENERS]; /* the acceptors' handles */
-    int n;                              /* listeners opened */
-    int spawned;                        /* io[0 .. spawned) are owned */
-};
-
 static int listen_tcp(struct server *srv, struct listeners *ls,
                       const char *host, int port)
 {
@@ -595,33 +586,72 @@ static void close_listeners(struct server *srv, struct listeners *ls)
         unlink(srv->cfg.unixsocket);
 }
 
-/* -------------------------------------------------------------- shutdown */
+/* ------------------------------------------------------------ the server */
 
-struct shutdown {
-    struct fut_future base;
-    struct server *srv;
-    struct listeners *ls;
-    struct fut_signal_recv rx;
-    struct fut_sleep pause;
-    int64_t deadline;
-};
-
-static int shutdown_poll(struct fut_future *f, struct fut_context *cx)
+/* The server as a future (server.h): opens the listeners and spawns the
+ * acceptors and the cron task at its first poll, waits for the signal
+ * (or the stop token), then shuts down gracefully. */
+static int server_task_poll(struct fut_future *f, struct fut_context *cx)
 {
-    struct shutdown *s = (struct shutdown *)f;
+    struct server_task *t = (struct server_task *)f;
+    struct listeners *ls = &t->ls;
+    struct server *srv = t->srv;
     FUT_BEGIN(f);
-    FUT_AWAIT(f, &s->rx);
-    fprintf(stderr, "fut-redis: signal %d: shutting down\n", s->rx.signo);
-    atomic_store(&s->srv->shutting, 1); /* seq_cst: the handshake */
-    close_listeners(s->srv, s->ls);
-    s->deadline = fut_time_now() + GRACE_NS;
-    while (atomic_load(&s->srv->busy) > 0 && fut_time_now() < s->deadline) {
-        fut_sleep_init(&s->pause, NS_PER_MS);
-        FUT_AWAIT(f, &s->pause);
+    srv->start_ns = fut_time_now();
+    srv->backend = fut_runtime_backend(t->rt);
+    if (listen_all(srv, ls) != 0 || spawn_acceptors(srv, t->rt, ls) != 0) {
+        t->result = 1;
+        FUT_RETURN(f);
+    }
+    {
+        struct cron k;
+        memset(&k, 0, sizeof k);
+        fut_future_init(&k.base, &cron_vt);
+        k.srv = srv;
+        if (fut_spawn(t->rt, &k, sizeof k, NULL) != 0) {
+            t->result = 1;
+            FUT_RETURN(f);
+        }
+    }
+    fprintf(stderr, "fut-redis: ready to accept connections\n");
+    if (t->sig) {
+        fut_signal_recv_init(&t->rx, t->sig);
+        FUT_AWAIT(f, &t->rx);
+        fprintf(stderr, "fut-redis: signal %d: shutting down\n", t->rx.signo);
+    } else {
+        fut_token_wait_init(&t->tw, t->stop);
+        FUT_AWAIT(f, &t->tw);
+        fprintf(stderr, "fut-redis: stopped: shutting down\n");
+    }
+    atomic_store(&srv->shutting, 1); /* seq_cst: the handshake */
+    close_listeners(srv, ls);
+    t->deadline = fut_time_now() + GRACE_NS;
+    while (atomic_load(&srv->busy) > 0 && fut_time_now() < t->deadline) {
+        fut_sleep_init(&t->pause, NS_PER_MS);
+        FUT_AWAIT(f, &t->pause);
     }
     FUT_END(f);
 }
-FUT_ASYNC_VTABLE(shutdown_vt, "shutdown", shutdown_poll, NULL);
+
+static void server_task_cleanup(struct fut_future *f)
+{
+    struct server_task *t = (struct server_task *)f;
+    close_listeners(t->srv, &t->ls);
+}
+FUT_ASYNC_VTABLE(server_task_vt, "fut_redis_server", server_task_poll,
+                 server_task_cleanup);
+
+void server_task_init(struct server_task *t, struct server *srv,
+                      struct fut_runtime *rt, struct fut_io *sig,
+                      struct fut_token *stop)
+{
+    memset(t, 0, sizeof *t);
+    fut_future_init(&t->base, &server_task_vt);
+    t->srv = srv;
+    t->rt = rt;
+    t->sig = sig;
+    t->stop = stop;
+}
 
 /* ------------------------------------------------------------------ run */
 
@@ -652,31 +682,9 @@ void server_fini(struct server *srv)
 
 int server_run(struct server *srv, struct fut_runtime *rt, struct fut_io *sig)
 {
-    struct listeners ls;
-    memset(&ls, 0, sizeof ls);
-    srv->start_ns = fut_time_now();
-    srv->backend = fut_runtime_backend(rt);
-    if (listen_all(srv, &ls) != 0 || spawn_acceptors(srv, rt, &ls) != 0) {
-        close_listeners(srv, &ls);
-        return 1;
-    }
-    struct cron k;
-    memset(&k, 0, sizeof k);
-    fut_future_init(&k.base, &cron_vt);
-    k.srv = srv;
-    if (fut_spawn(rt, &k, sizeof k, NULL) != 0) {
-        close_listeners(srv, &ls);
-        return 1;
-    }
-    fprintf(stderr, "fut-redis: ready to accept connections\n");
-    struct shutdown s;
-    memset(&s, 0, sizeof s);
-    fut_future_init(&s.base, &shutdown_vt);
-    s.srv = srv;
-    s.ls = &ls;
-    fut_signal_recv_init(&s.rx, sig);
-    int r = fut_block_on(rt, &s.base);
-    fut_drop(&s.base);
-    close_listeners(srv, &ls);
-    return r == 0 ? 0 : 1;
+    struct server_task t;
+    server_task_init(&t, srv, rt, sig, NULL);
+    int r = fut_block_on(rt, &t.base);
+    fut_drop(&t.base);
+    return r == 0 ? t.result : 1;
 }

@@ -19,10 +19,9 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "fut.h"
 #include "resp.h"
 
-struct fut_io;
-struct fut_runtime;
 struct pubsub;
 
 #define SERVER_MAX_BINDS 16
@@ -75,6 +74,44 @@ void server_fini(struct server *srv);
 /* The keyspace clock: Unix time in ms, advanced by the runtime's clock
  * (fut_time_now), so that TTLs follow the runtime. Thread: any. */
 int64_t server_now_ms(const struct server *srv);
+
+/* The listeners server_task opened (server.c). */
+#define MAX_LISTENERS (SERVER_MAX_BINDS + 1)
+
+struct listeners {
+    struct fut_io *io[MAX_LISTENERS];   /* open, until an acceptor owns it */
+    struct fut_join acc[MAX_LISTENERS]; /* the acceptors' handles */
+    int n;                              /* listeners opened */
+    int spawned;                        /* io[0 .. spawned) are owned */
+};
+
+/* server_run's body as a future, for a caller that runs it on a runtime
+ * of its own (test/sim_redis.c: under simulation, where sockets must be
+ * made inside the runtime). Its first poll opens the listeners and spawns
+ * the acceptors and the cron task on 'rt'; it then serves until 'sig'
+ * delivers SIGINT/SIGTERM or, when 'sig' is NULL, until 'stop' is
+ * cancelled (one of the two must be given); then shuts down gracefully (stops accepting, waits up to 5 s
+ * for the replies in flight). Output 'result': 0, or 1 when a listener
+ * could not be opened or a task spawned (printed). Dropping it closes the
+ * listeners; the connection and cron tasks stay on 'rt' (freeing 'rt'
+ * drops them: before server_fini). Must not move after its first poll. */
+struct server_task {
+    struct fut_future base;
+    int result; /* output */
+    /* private */
+    struct server *srv;
+    struct fut_runtime *rt;
+    struct fut_io *sig;
+    struct fut_token *stop;
+    struct listeners ls;
+    struct fut_signal_recv rx;
+    struct fut_token_wait tw;
+    struct fut_sleep pause;
+    int64_t deadline;
+};
+void server_task_init(struct server_task *t, struct server *srv,
+                      struct fut_runtime *rt, struct fut_io *sig,
+                      struct fut_token *stop);
 /* Opens the listeners, runs the server on 'rt' until SIGINT/SIGTERM
  * (opened by the caller as 'sig', see fut_signal_open), shuts it down
  * gracefully and returns the exit code (0, or 1 when a listener could not
