@@ -319,7 +319,9 @@ http {
     }
 }
 EOF
-    exec nginx -p "$d" -c "$d/nginx.conf" -e stderr
+    # SRV_NGINX_PREFIX: a command nginx runs under (callgrind_echo.sh)
+    # shellcheck disable=SC2086 # a word list or nothing
+    exec ${SRV_NGINX_PREFIX:-} nginx -p "$d" -c "$d/nginx.conf" -e stderr
 }
 
 # ------------------------------------------------------------------ redis

@@ -4,7 +4,9 @@
  *
  *   tls_hsload PORT PEER CONFIG [KEY]
  *   env: HS_CONNS (50) connections at a time, HS_SECS (5) seconds,
- *        HS_TLS (1.3 or 1.2; 1.3 by default)
+ *        HS_TLS (1.3 or 1.2; 1.3 by default), HS_TOTAL (0): when > 0,
+ *        exactly that many connections, however long they take (for a
+ *        count under callgrind: bench/callgrind_tls.sh)
  *
  * CONNS connections to 127.0.0.1:PORT at once, each one after the other:
  * a new TCP connection, a full handshake (a fresh SSL with no session set,
@@ -194,7 +196,12 @@ int main(int argc, char **argv)
     int conns = getenv("HS_CONNS") ? atoi(getenv("HS_CONNS")) : 50;
     double secs = getenv("HS_SECS") ? atof(getenv("HS_SECS")) : 5;
     int v12 = getenv("HS_TLS") && !strcmp(getenv("HS_TLS"), "1.2");
-    if (port <= 0 || conns <= 0 || conns > MAX_CONNS || secs <= 0) {
+    long total = getenv("HS_TOTAL") ? atol(getenv("HS_TOTAL")) : 0,
+         started = 0;
+    if (total > 0)
+        secs = 1e9;
+    if (port <= 0 || conns <= 0 || conns > MAX_CONNS || secs <= 0 ||
+        total < 0) {
         fprintf(stderr, "tls_hsload: bad port, HS_CONNS or HS_SECS\n");
         return 2;
     }
@@ -220,8 +227,11 @@ int main(int argc, char **argv)
     for (;;) {
         int busy = 0;
         for (int i = 0; i < conns; i++) {
-            if (slots[i].st == IDLE && running)
+            if (slots[i].st == IDLE && running &&
+                (!total || started < total)) {
                 start(&slots[i]);
+                started++;
+            }
             busy += slots[i].st != IDLE;
         }
         if (!busy)
