@@ -98,11 +98,13 @@ note() { echo "# $*" >>"$OUT"; say "$*"; }
 # libhiredis-dev (fut's adapters and their references), libuv1-dev
 # (hiredis_get's reference, bench/hiredis_libuv.c), redis-server (its
 # server; curl_get's is nginx); pg_select1: libpq-dev (fut's adapter),
-# postgresql (PostgreSQL 15: the server, initdb, pgbench - the reference).
+# postgresql (PostgreSQL 15: the server, initdb, pgbench - the reference);
+# https_wrk and tls_handshakes (issue 33): libssl-dev (libfut-tls,
+# https_hello, bench/tls_hsload) and openssl (the certificates).
 # Installed when missing, as root; nothing is done when all are there.
 BENCH_DEBS="nginx-light wrk strace linux-perf valgrind iproute2 liburing-dev
 libcurl4-openssl-dev libhiredis-dev libuv1-dev redis-server libpq-dev
-postgresql"
+postgresql libssl-dev openssl"
 missing_debs() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
 MISSING_DEBS=$(missing_debs $BENCH_DEBS | tr '\n' ' ')
 if [ -n "${MISSING_DEBS// /}" ] && [ "$(id -u)" != 0 ]; then
