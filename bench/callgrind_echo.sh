@@ -166,7 +166,7 @@ report() {
     t1=$(total_ir "$f1")
     t2=$(total_ir "$f2")
     awk -v n="$name" -v a="$t1" -v b="$t2" -v n1="$N1" -v n2="$N2" 'BEGIN {
-        printf "%s: Ir(%d) = %d, Ir(%d) = %d: %.0f instructions per round trip\n\n",
+        printf "%s: Ir(%d) = %.0f, Ir(%d) = %.0f: %.0f instructions per round trip\n\n",
                n, n1, a, n2, b, (b - a) / (n2 - n1) }'
     echo "| Ir per round trip | share | function |"
     echo "|---|---|---|"
