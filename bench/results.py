@@ -69,9 +69,9 @@ def section(h, path, level):
     if os.path.exists(reading):
         with open(reading) as f:
             text = f.read().strip()
-        # its headings one level below the run's
-        out += [(sub + line[2:]) if line.startswith("# ") else
-                (sub + "#" + line[3:]) if line.startswith("## ") else line
+        # its headings one level down: '## ' is the level of the run's
+        # tables (sub)
+        out += [("#" + line) if line.startswith("#") else line
                 for line in text.split("\n")] + [""]
     return out
 
