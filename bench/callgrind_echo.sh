@@ -12,12 +12,22 @@
 #   N1=10000 N2=50000 bench/callgrind_echo.sh
 #   MODE=http bench/callgrind_echo.sh    HTTP requests instead (N1=5000
 #                                        N2=25000 by default)
+#   MODE=tls bench/callgrind_echo.sh     full TLS 1.3 handshakes instead
+#                                        (N1=100 N2=500; KEY=ecdsa|rsa)
 #
 # MODE=http: instructions per HTTP/1.1 keep-alive request (wrk's shape:
 # 50 connections, one request in flight on each) for fut's http_hello
 # (the example: full head parse, limits, deadlines), the floor's http mode
 # and the libuv peer's http-server, each driven by bench/http_count (an
 # exact request count: wrk runs for a time, not a count).
+#
+# MODE=tls: instructions per full TLS 1.3 handshake (issue 33's
+# tls_handshakes: no resumption, then close_notify both ways and close)
+# for fut's https_hello (epoll, current-thread) and nginx (one process,
+# bench/servers.sh's srv_nginx_tls), same certificate (KEY: ecdsa = P-256,
+# rsa = RSA-2048, made here with openssl req), driven by bench/tls_hsload
+# with HS_TOTAL (an exact count; 10 connections at a time). fut signs
+# RSA on its blocking pool: callgrind counts every thread.
 #
 # Each server runs under `valgrind --tool=callgrind` twice, in a fresh
 # process each time, driven by the peers' loadgen (50 connections, 64-byte
@@ -43,7 +53,8 @@ MODE=${MODE:-echo}
 case $MODE in
 echo) N1=${N1:-20000} N2=${N2:-100000} ;;
 http) N1=${N1:-5000} N2=${N2:-25000} ;;
-*) echo "callgrind_echo.sh: MODE is echo or http" >&2; exit 2 ;;
+tls) N1=${N1:-100} N2=${N2:-500} ;;
+*) echo "callgrind_echo.sh: MODE is echo, http or tls" >&2; exit 2 ;;
 esac
 TOP=${TOP:-25}
 BUILD=${BUILD_DIR:-$ROOT/build-bench-prof}
@@ -74,15 +85,21 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_C_FLAGS_RELEASE=-O2 -g -DNDEBUG" -DFUT_DEBUG_CHECKS=OFF \
     -DFUT_BUILD_TESTS=OFF -DFUT_BUILD_MC=OFF -DFUT_BUILD_EXAMPLES=ON \
     -DFUT_BUILD_BENCH=ON -DFUT_LTO="${FUT_LTO:-ON}" >>"$LOG" 2>&1 &&
-    cmake --build "$BUILD" --target echo_server echo_min http_hello \
-        http_count >>"$LOG" 2>&1 ||
-    die "building echo_server, echo_min, http_hello and http_count failed (see $LOG)"
+    if [ "$MODE" = tls ]; then
+        cmake --build "$BUILD" --target https_hello tls_hsload >>"$LOG" 2>&1
+    else
+        cmake --build "$BUILD" --target echo_server echo_min http_hello \
+            http_count >>"$LOG" 2>&1
+    fi ||
+    die "building the servers and their client failed (see $LOG)"
+if [ "$MODE" != tls ]; then
 say "== build the peers' loadgen, libuv server and floor ($PEERS)"
 mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
     die "cannot copy the peers to $PEERS"
 for d in loadgen libuv baseline_c; do
     make -s -C "$PEERS/$d" >>"$LOG" 2>&1 || die "make -C $PEERS/$d failed"
 done
+fi
 LOADGEN=$PEERS/loadgen/loadgen
 
 . "$HERE/servers.sh"
@@ -97,10 +114,18 @@ measure() {
     shift 3
     f=$RES/callgrind-$STAMP-$name-$n.out
     say "-- $name, $n round trips"
-    srv_start "$mode" 60 env FUT_IO_BACKEND=epoll \
-        valgrind --tool=callgrind --callgrind-out-file="$f" "$@" ||
-        die "$name did not start under valgrind: $SRV_NOTE"
-    if [ "$MODE" = http ]; then
+    if [ "$1" = srv_nginx_tls ]; then # a shell function: it runs nginx with
+        SRV_NGINX_PREFIX="valgrind --tool=callgrind --callgrind-out-file=$f"
+        srv_start "$mode" 60 "$@"
+    else
+        srv_start "$mode" 60 env FUT_IO_BACKEND=epoll \
+            valgrind --tool=callgrind --callgrind-out-file="$f" "$@"
+    fi || die "$name did not start under valgrind: $SRV_NOTE"
+    SRV_NGINX_PREFIX=""
+    if [ "$MODE" = tls ]; then
+        HS_TOTAL=$n HS_CONNS=10 "$BUILD/bench/tls_hsload" "$SRV_PORT" "$name" callgrind \
+            >>"$LOG" 2>&1
+    elif [ "$MODE" = http ]; then
         "$BUILD/bench/http_count" "$SRV_PORT" 50 "$n" >>"$LOG" 2>&1
     else
         srv_load_echo "$SRV_PORT" "$name" callgrind 50 "$n" tcp_echo >>"$LOG"
@@ -141,7 +166,7 @@ report() {
     t1=$(total_ir "$f1")
     t2=$(total_ir "$f2")
     awk -v n="$name" -v a="$t1" -v b="$t2" -v n1="$N1" -v n2="$N2" 'BEGIN {
-        printf "%s: Ir(%d) = %d, Ir(%d) = %d: %.0f instructions per round trip\n\n",
+        printf "%s: Ir(%d) = %.0f, Ir(%d) = %.0f: %.0f instructions per round trip\n\n",
                n, n1, a, n2, b, (b - a) / (n2 - n1) }'
     echo "| Ir per round trip | share | function |"
     echo "|---|---|---|"
@@ -165,7 +190,18 @@ pair() {
 }
 
 # the rows: name (for the report), callgrind name, start mode, command
-if [ "$MODE" = http ]; then
+if [ "$MODE" = tls ]; then
+    KEY=${KEY:-ecdsa}
+    TLS_KEY=$SRV_TMP/$KEY.key TLS_CRT=$SRV_TMP/$KEY.crt
+    case $KEY in ecdsa) kopt="ec -pkeyopt ec_paramgen_curve:P-256" ;; *) kopt=rsa:2048 ;; esac
+    # shellcheck disable=SC2086 # the key options are words
+    openssl req -x509 -newkey $kopt -nodes -keyout "$TLS_KEY" -out "$TLS_CRT" -days 2 \
+        -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 >>"$LOG" 2>&1 ||
+        die "openssl req failed (see $LOG)"
+    what="full TLS 1.3 handshakes ($KEY), 10 at a time (bench/tls_hsload)"
+    rows=("fut https_hello (epoll, current_thread, $KEY)|fut_https_hello|print|$BUILD/examples/https_hello --cert $TLS_CRT --key $TLS_KEY"
+        "nginx (worker_processes 1, $KEY)|nginx|probe|srv_nginx_tls")
+elif [ "$MODE" = http ]; then
     what="requests, 50 keep-alive connections (bench/http_count)"
     rows=("fut http_hello (epoll, current_thread)|fut_http_hello|print|$BUILD/examples/http_hello"
         "floor http (epoll, hand-written)|floor|probe|$PEERS/baseline_c/floor epoll http"
@@ -194,6 +230,10 @@ done
         IFS='|' read -r title f1 f2 <<<"$f"
         report "$title" "$f1" "$f2"
     done
-} | if [ "$MODE" = http ]; then sed 's/per round trip/per request/'; else cat; fi |
+} | case $MODE in
+    http) sed 's/per round trip/per request/' ;;
+    tls) sed 's/per round trip/per handshake/' ;;
+    *) cat ;;
+    esac |
     tee "$OUT"
 say "== written: $OUT (callgrind files: $RES/callgrind-$STAMP-*.out)"

@@ -17,7 +17,9 @@ bench/history/runs.md holds every other run, newest first, in the same
 form - older runs of this machine and the runs of other machines. To add
 a run: copy bench/results/<stamp>.txt's RESULT lines into
 bench/runs/<stamp>.txt under those header lines, write its story in
-bench/history/<year>-<month>.md, and run this script.
+bench/history/<year>-<month>.md, and run this script. A hand-written
+reading of a run (a profile, what would close a gap) may sit next to it
+as bench/runs/<stamp>.md: it is shown under the run's tables.
 """
 import glob
 import os
@@ -63,6 +65,14 @@ def section(h, path, level):
         out += [h["note"], ""]
     out += [f"Raw lines: `bench/runs/{os.path.basename(path)}`.", "",
             table.rstrip(), ""]
+    reading = path[:-4] + ".md"
+    if os.path.exists(reading):
+        with open(reading) as f:
+            text = f.read().strip()
+        # its headings one level down: '## ' is the level of the run's
+        # tables (sub)
+        out += [("#" + line) if line.startswith("#") else line
+                for line in text.split("\n")] + [""]
     return out
 
 

@@ -19,6 +19,13 @@
 #                                       libuv and pgbench
 #   REPS=5 bench/run.sh
 #   ONLY='spawn|oneshot' bench/run.sh   regex on benchmark names
+#   ONLY=tls                            the TLS rows of issue 33 only
+#                                       (= '^(https_wrk|tls_handshakes)$';
+#                                       see "TLS rows" below): fut's
+#                                       https_hello against nginx, and fut's
+#                                       http_hello for the HTTPS/HTTP ratio
+#   HS_SECS=5 HS_CONNS=50               tls_handshakes' duration and
+#                                       concurrent connections
 #   NO_WRK=1                            skip http_wrk
 #   WRK_SECS=5                          duration of each wrk run
 #   ECHO1K_TOTAL=500000                 round trips of each tcp_echo_1k run
@@ -61,6 +68,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 REPS=${REPS:-3}
 ONLY=${ONLY:-.}
+[ "$ONLY" = tls ] && ONLY='^(https_wrk|tls_handshakes)$'
 WRK_SECS=${WRK_SECS:-5}
 ECHO1K_TOTAL=${ECHO1K_TOTAL:-500000}
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
@@ -90,11 +98,13 @@ note() { echo "# $*" >>"$OUT"; say "$*"; }
 # libhiredis-dev (fut's adapters and their references), libuv1-dev
 # (hiredis_get's reference, bench/hiredis_libuv.c), redis-server (its
 # server; curl_get's is nginx); pg_select1: libpq-dev (fut's adapter),
-# postgresql (PostgreSQL 15: the server, initdb, pgbench - the reference).
+# postgresql (PostgreSQL 15: the server, initdb, pgbench - the reference);
+# https_wrk and tls_handshakes (issue 33): libssl-dev (libfut-tls,
+# https_hello, bench/tls_hsload) and openssl (the certificates).
 # Installed when missing, as root; nothing is done when all are there.
 BENCH_DEBS="nginx-light wrk strace linux-perf valgrind iproute2 liburing-dev
 libcurl4-openssl-dev libhiredis-dev libuv1-dev redis-server libpq-dev
-postgresql"
+postgresql libssl-dev openssl"
 missing_debs() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
 MISSING_DEBS=$(missing_debs $BENCH_DEBS | tr '\n' ' ')
 if [ -n "${MISSING_DEBS// /}" ] && [ "$(id -u)" != 0 ]; then
@@ -122,7 +132,7 @@ fi
 cmake --build "$BUILD" --target fut_benches >>"$LOG" 2>&1 ||
     die "building the benchmarks failed (see $LOG)"
 TARGETS=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([^:]*\):.*/\1/p')
-for t in echo_server echo_fiber http_hello; do
+for t in echo_server echo_fiber http_hello https_hello; do
     if echo "$TARGETS" | grep -qx "examples/$t\|$t"; then
         cmake --build "$BUILD" --target "$t" >>"$LOG" 2>&1 ||
             say "warning: building $t failed; its rows are skipped (see $LOG)"
@@ -130,11 +140,23 @@ for t in echo_server echo_fiber http_hello; do
 done
 
 # -------------------------------------------------------------- build peers
-if [ -n "$(missing_debs librust-tokio-dev libuv1-dev)" ]; then
+# Only when a benchmark of the peers' list (ORDER, below) is selected: the
+# TLS and client rows do not use them.
+NEED_PEERS=0
+for b in spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local \
+    mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join \
+    mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk; do
+    echo "$b" | grep -Eq -- "$ONLY" && NEED_PEERS=1
+done
+if [ $NEED_PEERS = 0 ]; then
+    say "== peers not built: no benchmark of theirs is selected"
+elif [ -n "$(missing_debs librust-tokio-dev libuv1-dev)" ]; then
     [ "$(id -u)" = 0 ] || die "the peers' packages are missing: run $PEERS_SRC/setup.sh as root"
     say "== peers' packages missing: $PEERS_SRC/setup.sh"
     bash "$PEERS_SRC/setup.sh" >>"$LOG" 2>&1 || die "setup.sh failed (see $LOG)"
 fi
+HAVE_GO=0
+if [ $NEED_PEERS = 1 ]; then
 say "== build peers ($PEERS)"
 mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
     die "cannot copy the peers to $PEERS"
@@ -143,8 +165,8 @@ for d in loadgen libuv baseline_c; do
 done
 (cd "$PEERS/tokio" && cargo build --release --offline -q) >>"$LOG" 2>&1 ||
     die "building the Tokio peer failed (see $LOG)"
-HAVE_GO=0
-if command -v go >/dev/null 2>&1; then
+fi
+if [ $NEED_PEERS = 1 ] && command -v go >/dev/null 2>&1; then
     (cd "$PEERS/go" && go build -o gobench .) >>"$LOG" 2>&1 && HAVE_GO=1
 fi
 HAVE_WRK=0
@@ -165,8 +187,10 @@ ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 # Benchmarks of the peers, in the order of the table.
 ORDER="spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local
 mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join
-mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk"
+mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk https_wrk
+tls_handshakes"
 SERVER_BENCHES=" tcp_echo tcp_echo_1k http_wrk "
+TLS_BENCHES=" https_wrk tls_handshakes "
 CLIENT_BENCHES=" curl_get hiredis_get pg_select1 "
 TOKIO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot scope_join mutex_contended "
 GO_BENCHES=" spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local mpsc_1p1c mpsc_4p1c timers idle_task_pending idle_task_oneshot xthread_wake "
@@ -203,8 +227,8 @@ RUN_BENCHES=""
 MISSING=""
 for b in $ORDER; do
     sel "$b" || continue
-    if [ -n "$(fut_flavors "$b")" ] || has "$SERVER_BENCHES" "$b"; then
-        if [ "$b" = http_wrk ] && [ $HAVE_WRK = 0 ]; then continue; fi
+    if [ -n "$(fut_flavors "$b")" ] || has "$SERVER_BENCHES$TLS_BENCHES" "$b"; then
+        if [[ $b == http*_wrk ]] && [ $HAVE_WRK = 0 ]; then continue; fi
         RUN_BENCHES+="$b "
     else
         MISSING+="$b "
@@ -261,12 +285,23 @@ skip_row() {
 
 field() { echo "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
 
-# drive BENCH PEER CONFIG: BENCH's load against SRV_PORT, as a RESULT line.
+# drive BENCH PEER CONFIG: BENCH's load against SRV_PORT, as a RESULT line
+# (TLS_LOAD1 set: with the 1-minute load average after it, load1=).
 drive() {
+    if [ -n "${TLS_LOAD1:-}" ]; then
+        local l
+        l=$(TLS_LOAD1="" drive "$@")
+        [ -n "$l" ] && echo "$l load1=$(cut -d' ' -f1 /proc/loadavg)"
+        return
+    fi
     case "$1" in
     tcp_echo) srv_load_echo "$SRV_PORT" "$2" "$3" 50 200000 tcp_echo ;;
     tcp_echo_1k) srv_load_echo "$SRV_PORT" "$2" "$3" 1000 "$ECHO1K_TOTAL" tcp_echo_1k ;;
     http_wrk) srv_load_http "$SRV_PORT" "$2" "$3" ;;
+    https_wrk) srv_load_http "$SRV_PORT" "$2" "$3" https_wrk https ;;
+    tls_handshakes)
+        timeout $((${HS_SECS:-5} + 60)) "$BUILD/bench/tls_hsload" "$SRV_PORT" "$2" "$3" \
+            "$TLS_KEYNAME" 2>>"$LOG" | grep '^RESULT ' ;;
     esac
 }
 
@@ -439,9 +474,80 @@ client_rows() {
     [ "$b" = pg_select1 ] && srv_pg_fini
 }
 
+# --------------------------------------------------------------- TLS rows
+# Issue 33: https_wrk (wrk -t1 -c50 over TLS 1.3, keep-alive, for WRK_SECS;
+# ECDSA P-256) and tls_handshakes (bench/tls_hsload: HS_CONNS connections
+# doing full handshakes back to back for HS_SECS, no resumption, then
+# close_notify; ECDSA P-256 and RSA-2048: config <server config>_ecdsa /
+# _rsa, key= in the line). The servers: examples/https_hello in
+# current_thread (epoll), current_thread_uring (FUT_IO_BACKEND=io_uring)
+# and multi_thread_w2 (--workers 2, epoll), and nginx (srv_nginx_tls: one
+# process, worker_processes 1, TLS 1.3 only, the same certificate and
+# default ciphers), each row a fresh server through server_row (server CPU
+# per op from /proc/PID/stat, the syscall count run). After https_wrk,
+# fut's plain http_hello (current_thread, epoll) as http_wrk: the
+# denominator of "HTTPS requests/s vs fut's own HTTP, one worker". Every
+# line carries load1= (the 1-minute load average after the load: the
+# machine is shared). The certificates (openssl req, as test/tls_certs.h
+# makes them) are made once per run in SRV_TMP.
+TLS_DIR=""
+tls_certs() {
+    [ -n "$TLS_DIR" ] && return 0
+    TLS_DIR=$SRV_TMP/certs
+    mkdir -p "$TLS_DIR"
+    local k
+    for k in "ecdsa ec -pkeyopt ec_paramgen_curve:P-256" "rsa rsa:2048"; do
+        # shellcheck disable=SC2086 # the key options are words
+        set -- $k
+        local name=$1
+        shift
+        openssl req -x509 -newkey "$@" -nodes -keyout "$TLS_DIR/$name.key" \
+            -out "$TLS_DIR/$name.crt" -days 2 -subj /CN=localhost \
+            -addext subjectAltName=DNS:localhost,IP:127.0.0.1 >>"$LOG" 2>&1 ||
+            return 1
+    done
+}
+
+# tls_use NAME: the certificate the next rows serve (TLS_CRT, TLS_KEY).
+tls_use() { TLS_KEYNAME=$1 TLS_CRT=$TLS_DIR/$1.crt TLS_KEY=$TLS_DIR/$1.key; }
+
+# tls_rows BENCH: the rows above, in that order.
+tls_rows() {
+    local b=$1 k sfx
+    TLS_LOAD1=1
+    if ! tls_certs; then
+        skip_row "$b" fut current_thread "openssl req failed (see $LOG)"
+        return
+    fi
+    if [ "$b" = tls_handshakes ] && [ ! -x "$BUILD/bench/tls_hsload" ]; then
+        skip_row "$b" fut current_thread "$BUILD/bench/tls_hsload was not built (FUT_TLS off?)"
+        return
+    fi
+    for k in ecdsa rsa; do
+        [ "$b" = https_wrk ] && [ $k = rsa ] && continue
+        tls_use $k
+        sfx=""
+        [ "$b" = tls_handshakes ] && sfx=_$k
+        fut_row "$b" "current_thread$sfx" epoll https_hello --cert "$TLS_CRT" --key "$TLS_KEY"
+        fut_row "$b" "current_thread_uring$sfx" io_uring https_hello --cert "$TLS_CRT" --key "$TLS_KEY"
+        fut_row "$b" "multi_thread_w2$sfx" epoll https_hello --workers 2 --cert "$TLS_CRT" --key "$TLS_KEY"
+        if [ $HAVE_NGINX = 1 ]; then
+            server_row "$b" nginx "worker_processes1$sfx" probe srv_nginx_tls
+        else
+            skip_row "$b" nginx "worker_processes1$sfx" "no nginx (Debian: nginx-light)"
+        fi
+    done
+    [ "$b" = https_wrk ] && fut_row http_wrk current_thread epoll http_hello
+    TLS_LOAD1=""
+}
+
 # run_one BENCH: fut's rows of BENCH, each followed by its reference rows.
 run_one() {
     local b=$1 fl
+    if has "$TLS_BENCHES" "$b"; then
+        tls_rows "$b"
+        return
+    fi
     if has "$SERVER_BENCHES" "$b"; then
         server_rows "$b"
         return

@@ -136,9 +136,11 @@ srv_cpu() {
         "/proc/$1/stat" 2>/dev/null || echo "0 0"
 }
 
-# The backend the server said it runs on ("backend: NAME"), if it did.
+# The backend the server said it runs on ("backend: NAME", or "listening on
+# ADDR (NAME)": examples/https_hello), if it did.
 srv_backend_said() {
-    sed -n 's/.*backend: \([a-z_]*\).*/\1/p' "$SRV_OUT" 2>/dev/null | head -1
+    sed -n -e 's/.*backend: \([a-z_]*\).*/\1/p' \
+        -e 's/.*listening on [^ ]* (\([a-z_]*\)).*/\1/p' "$SRV_OUT" 2>/dev/null | head -1
 }
 
 # ------------------------------------------------------------------ loads
@@ -149,20 +151,22 @@ srv_load_echo() {
         sed -n "s/^RESULT bench=tcp_echo /RESULT bench=$6 /p"
 }
 
-# srv_load_http PORT PEER CONFIG: wrk -t1 -c50 for WRK_SECS, as a RESULT line.
+# srv_load_http PORT PEER CONFIG [BENCH SCHEME]: wrk -t1 -c50 for WRK_SECS,
+# as a RESULT line named BENCH (http_wrk); SCHEME https: wrk over TLS (its
+# OpenSSL client's defaults: TLS 1.3 where the server has it).
 srv_load_http() {
     local w
     w=$(timeout $((WRK_SECS + 30)) wrk -t1 -c50 -d"${WRK_SECS}s" --latency \
-        "http://127.0.0.1:$1/" 2>>"$LOG")
+        "${5:-http}://127.0.0.1:$1/" 2>>"$LOG")
     echo "$w" >>"$LOG"
-    echo "$w" | awk -v peer="$2" -v cfg="$3" -v secs="$WRK_SECS" '
+    echo "$w" | awk -v peer="$2" -v cfg="$3" -v secs="$WRK_SECS" -v bench="${4:-http_wrk}" '
         function us(x) { if (x ~ /us$/) return x+0; if (x ~ /ms$/) return x*1000; if (x ~ /s$/) return x*1e6; return x }
         /requests in/ { n = $1 }
         /Requests\/sec/ { rps = $2 }
         $1 == "50%" { p50 = us($2) }
         $1 == "99%" { p99 = us($2) }
         /Socket errors|Non-2xx/ { err = 1 }
-        END { if (rps != "") printf "RESULT bench=http_wrk peer=%s config=%s value=%.0f unit=req/s ops=%d wall_ms=%d conns=50 wrk_threads=1 p50_us=%.1f p99_us=%.1f%s\n", peer, cfg, rps, n, secs*1000, p50, p99, (err ? " wrk_errors=1" : "") }'
+        END { if (rps != "") printf "RESULT bench=%s peer=%s config=%s value=%.0f unit=req/s ops=%d wall_ms=%d conns=50 wrk_threads=1 p50_us=%.1f p99_us=%.1f%s\n", bench, peer, cfg, rps, n, secs*1000, p50, p99, (err ? " wrk_errors=1" : "") }'
 }
 
 # ------------------------------------------------------- syscall counting
@@ -269,7 +273,24 @@ srv_count_stop() {
 # version, Date, Connection: keep-alive); keepalive_requests is raised from
 # its default of 1,000 so that wrk's connections stay open as they do with
 # every other server; no access log.
-srv_nginx() {
+srv_nginx() { srv_nginx_conf "$1" "" ""; }
+
+# srv_nginx_tls PORT: the same nginx over TLS 1.3 only (issue 33's
+# https_wrk and tls_handshakes rows of bench/run.sh): the certificate chain
+# and key in TLS_CRT and TLS_KEY (PEM), OpenSSL's default TLS 1.3 cipher
+# suites and groups (as fut's contexts: the client's preference picks,
+# TLS_AES_256_GCM_SHA384 and X25519 with OpenSSL 3.0's clients), nginx's
+# defaults otherwise (session tickets on, ssl_session_cache none: the
+# clients of these rows never resume).
+srv_nginx_tls() {
+    srv_nginx_conf "$1" " ssl" "
+        ssl_certificate $TLS_CRT;
+        ssl_certificate_key $TLS_KEY;
+        ssl_protocols TLSv1.3;"
+}
+
+# srv_nginx_conf PORT LISTEN_EXTRA SERVER_EXTRA: writes the config, runs it.
+srv_nginx_conf() {
     local d
     d=$(mktemp -d "$SRV_TMP/nginx.XXXXXX")
     cat >"$d/nginx.conf" <<EOF
@@ -290,7 +311,7 @@ http {
     uwsgi_temp_path $d/uwsgi;
     scgi_temp_path $d/scgi;
     server {
-        listen 127.0.0.1:$1;
+        listen 127.0.0.1:$1$2;$3
         location / {
             default_type text/plain;
             return 200 "hello";
@@ -298,7 +319,9 @@ http {
     }
 }
 EOF
-    exec nginx -p "$d" -c "$d/nginx.conf" -e stderr
+    # SRV_NGINX_PREFIX: a command nginx runs under (callgrind_echo.sh)
+    # shellcheck disable=SC2086 # a word list or nothing
+    exec ${SRV_NGINX_PREFIX:-} nginx -p "$d" -c "$d/nginx.conf" -e stderr
 }
 
 # ------------------------------------------------------------------ redis

@@ -27,6 +27,12 @@ peer in the same config (current_thread, multi_thread_w2), except:
                       (bench/targets.txt), else Tokio and libuv (and
                       nginx for http_wrk). A target whose fut row was
                       not run shows the SKIP note run.sh wrote.
+  TLS servers         https_wrk, tls_handshakes (issue 33): the same three
+                      checks against nginx; tls_handshakes' configs end
+                      in the key (_ecdsa, _rsa) and a row is compared with
+                      nginx's of the same key only. 'versusrate' targets
+                      put a fut row's rate over another fut row's (HTTPS
+                      over fut's own HTTP, one worker).
   clients             curl_get, hiredis_get, pg_select1 (issue 32): the
                       value is the client's CPU per operation (lower is
                       better) against the reference program on the same
@@ -57,14 +63,24 @@ ORDER = ["spawn_many", "yield_many", "ping_pong", "chained_spawn", "oneshot",
          "oneshot_local", "mpsc_1p1c", "mpsc_4p1c", "timers",
          "idle_task_pending", "idle_task_oneshot", "scope_join",
          "mutex_contended", "xthread_wake", "fiber_yield", "fiber_spawn",
-         "idle_fiber", "tcp_echo", "tcp_echo_1k", "http_wrk", "curl_get",
-         "hiredis_get", "pg_select1"]
+         "idle_fiber", "tcp_echo", "tcp_echo_1k", "http_wrk", "https_wrk",
+         "tls_handshakes", "curl_get", "hiredis_get", "pg_select1"]
 
-RATE_UNITS = ("roundtrips/s", "req/s")
-SERVER_BENCHES = ("tcp_echo", "tcp_echo_1k", "http_wrk")
+RATE_UNITS = ("roundtrips/s", "req/s", "hs/s")
+SERVER_BENCHES = ("tcp_echo", "tcp_echo_1k", "http_wrk", "https_wrk",
+                  "tls_handshakes")
 # The references of a server row without a target naming its own.
 SERVER_PEERS = {"tcp_echo": ("tokio", "libuv"), "tcp_echo_1k": ("tokio", "libuv"),
-                "http_wrk": ("tokio", "libuv", "nginx")}
+                "http_wrk": ("tokio", "libuv", "nginx"),
+                "https_wrk": ("nginx",), "tls_handshakes": ("nginx",)}
+# Benchmarks whose configs end in the key (_ecdsa, _rsa): a row's
+# reference is a peer's row of the same key.
+KEYED = ("tls_handshakes",)
+
+
+def same_key(bench, a, b):
+    """Configs a and b are comparable (the same key, where it matters)."""
+    return bench not in KEYED or a.rsplit("_", 1)[-1] == b.rsplit("_", 1)[-1]
 # A server check: (kind, field of the RESULT line, unit shown, lower is
 # better). 'syscalls' targets are absolute.
 SERVER_CHECKS = (("rate", "value", None, False),
@@ -92,6 +108,7 @@ def load_targets(path):
     config))."""
     ratios, servers, idle, crates = {}, {}, None, {}
     versus, absolute = OrderedDict(), {}
+    global VERSUSRATE_TARGETS
     with open(path) as f:
         for n, line in enumerate(f, 1):
             w = line.split("#", 1)[0].split()
@@ -113,11 +130,15 @@ def load_targets(path):
                 absolute[(w[1], w[2])] = float(w[3])
             elif w[0] == "clientrate" and len(w) == 4:
                 crates[(w[1], w[2])] = float(w[3])
+            elif w[0] == "versusrate" and len(w) == 7:
+                VERSUSRATE_TARGETS.setdefault((w[1], w[2]), []).append(
+                    ((w[4], w[3], w[5]), float(w[6])))
             else:
                 sys.exit(f"{path}:{n}: cannot read '{line.strip()}'")
     return ratios, servers, idle, versus, absolute, crates
 
 
+VERSUSRATE_TARGETS = OrderedDict()  # (bench, config) -> [((b, peer, c), min)]
 (RATIO_TARGETS, SERVER_TARGETS, IDLE_OVERHEAD_MAX, VERSUS_TARGETS,
  ABSOLUTE_TARGETS, CLIENT_RATE_TARGETS) = load_targets(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.txt"))
@@ -137,6 +158,9 @@ SERVER_EXTRA = ["p50_us", "p99_us", "server_cpu_us_per_op",
                 "server_user_us_per_op", "server_syscalls_per_op"]
 for _b in SERVER_BENCHES:
     EXTRA[_b] = SERVER_EXTRA
+EXTRA["https_wrk"] = SERVER_EXTRA + ["load1"]
+EXTRA["tls_handshakes"] = ["server_cpu_us_per_op", "server_user_us_per_op",
+                           "server_syscalls_per_op", "client_cpu_ms", "load1"]
 for _b, (_f, _) in CLIENT_RATE.items():
     EXTRA[_b] = [_f, "user_ms", "sys_ms", "wall_ms", "load1", "maxrss_kb"] + \
         (["new_conns"] if _b == "curl_get" else [])
@@ -223,19 +247,23 @@ def reference(rows, bench, config):
         k = (bench, "c_baseline", "futex")
         return ("c_baseline futex", rows.get(k))
     if bench in SERVER_BENCHES:
-        return best_peer(rows, bench, SERVER_PEERS[bench], "value", False)
+        return best_peer(rows, bench, SERVER_PEERS[bench], "value", False,
+                         config)
     if bench in CLIENT_REFS:
         peer, cfg = CLIENT_REFS[bench]
         return (f"{peer} {cfg}", rows.get((bench, peer, cfg)))
     return (f"tokio {config}", rows.get((bench, "tokio", config)))
 
 
-def best_peer(rows, bench, peers, field, lower):
+def best_peer(rows, bench, peers, field, lower, config=None):
     """(label, runs) of the best of every config of 'peers' on 'field'
-    (by median; the lowest when 'lower')."""
+    (by median; the lowest when 'lower'); of 'config''s key only, for the
+    KEYED benchmarks."""
     best = None
     for (b, peer, cfg), runs in rows.items():
         if b != bench or peer not in peers or median(runs, field) is None:
+            continue
+        if config is not None and not same_key(bench, config, cfg):
             continue
         m = median(runs, field)
         if best is None or (m < best[0] if lower else m > best[0]):
@@ -254,7 +282,7 @@ def server_checks(rows, bench, config, runs):
         if bound is None and (runs is None or not num(runs, field)):
             continue  # nothing to check, nothing measured
         peers = peers or SERVER_PEERS[bench]
-        label, ref = best_peer(rows, bench, peers, field, lower)
+        label, ref = best_peer(rows, bench, peers, field, lower, config)
         if unit is None:
             unit = (runs or ref or [{}])[0].get("unit", "rate")
         if runs is None or not num(runs, field):
@@ -274,6 +302,12 @@ def server_checks(rows, bench, config, runs):
             out.append(check_row(bench, config, unit, cell(runs, field),
                                  median(runs, field), label, ref, bound,
                                  not lower, field=field, fut_runs=runs))
+    for (rb, peer, rc), mn in VERSUSRATE_TARGETS.get((bench, config), []):
+        ref = rows.get((rb, peer, rc))
+        out.append(check_row(bench, config, (runs or ref or [{}])[0].get(
+            "unit", "rate"), cell(runs) if runs else "(no run)",
+            median(runs) if runs else None, f"{peer} {rb} {rc}", ref, mn,
+            True, fut_runs=runs))
     return out
 
 
@@ -394,7 +428,7 @@ def check_row(bench, config, unit, fut_cell, fut_med, label, ref, target,
                 fmt_target(target, rate), "-"]
     rm = median(ref, field)
     ref_cell = cell(ref, field) if field != "maxrss_kb" else fmt(rm)
-    ratio = fut_med / rm if rm else None
+    ratio = fut_med / rm if rm and fut_med is not None else None
     met = "-"
     if target is not None and ratio is not None:
         met = "yes" if (ratio >= target if rate else ratio <= target) else "no"
@@ -431,7 +465,7 @@ def details(rows):
             runs = rows[k]
             vals = num(runs, "value")
             m = median(runs)
-            cfg = k[2] if k[2] in (CT, MT2) else CT
+            cfg = k[2] if k[2] in (CT, MT2) or b in KEYED else CT
             _, ref = reference(rows, b, cfg)
             rm = median(ref) if ref else None
             rel = f"{m / rm:.2f}" if rm else "-"
