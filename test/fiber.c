@@ -660,7 +660,7 @@ START_TEST(stack_pool)
             ASSERT_EQ(fut_fiber_spawn(rt, toucher, (void *)(intptr_t)(5 * MS),
                                       NULL, &j[i]),
                       0);
-        fut__stack_pool_counts(&parked, &live);
+        fut__stack_pool_counts(0, &parked, &live);
         ASSERT_EQ(live, POOL_FIBERS);
         /* The second burst takes every stack from the pool. */
         ASSERT_EQ(parked, 0);
@@ -670,18 +670,36 @@ START_TEST(stack_pool)
             fut_drop(&j[i].base);
         }
         /* The burst's peak is kept: every stack parked, none unmapped. */
-        fut__stack_pool_counts(&parked, &live);
+        fut__stack_pool_counts(0, &parked, &live);
         ASSERT_EQ(parked, POOL_FIBERS);
         ASSERT_EQ(live, 0);
     }
-    /* A custom size is not pooled. */
+    /* Another size has a pool of its own (a TLS server's larger stacks):
+     * its second spawn maps nothing; the default pool is untouched. */
     struct fut_fiber_opts o;
     fut_fiber_opts_init(&o);
     o.stack_size = 1024 * 1024;
-    ASSERT_EQ(fut_fiber_spawn(rt, toucher, 0, &o, &j[0]), 0);
-    ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
-    fut_drop(&j[0].base);
-    fut__stack_pool_counts(&parked, &live);
+    for (int k = 0; k < 2; k++) {
+        ASSERT_EQ(fut_fiber_spawn(rt, toucher, 0, &o, &j[0]), 0);
+        fut__stack_pool_counts(o.stack_size, &parked, &live);
+        ASSERT_EQ(live, 1);
+        ASSERT_EQ(parked, 0);
+        ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
+        fut_drop(&j[0].base);
+        fut__stack_pool_counts(o.stack_size, &parked, &live);
+        ASSERT_EQ(parked, 1);
+        ASSERT_EQ(live, 0);
+    }
+    /* Four sizes have pools; a fifth is mapped and unmapped each time. */
+    for (size_t k = 1; k <= 3; k++) {
+        o.stack_size = (2 * k + 1) * 128 * 1024; /* not the default */
+        ASSERT_EQ(fut_fiber_spawn(rt, toucher, 0, &o, &j[0]), 0);
+        ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
+        fut_drop(&j[0].base);
+        fut__stack_pool_counts(o.stack_size, &parked, &live);
+        ASSERT_EQ(parked, k < 3 ? 1 : 0);
+    }
+    fut__stack_pool_counts(0, &parked, &live);
     ASSERT_EQ(parked, POOL_FIBERS);
     /* Two quiet windows later the peak is forgotten: the pool shrinks to
      * its hot 16, at most 32 unmaps per spawn or join. */
@@ -692,7 +710,7 @@ START_TEST(stack_pool)
         ASSERT_EQ(fut_block_on(rt, &j[0].base), 0);
         fut_drop(&j[0].base);
     }
-    fut__stack_pool_counts(&parked, &live);
+    fut__stack_pool_counts(0, &parked, &live);
     ASSERT_EQ(parked, 16);
     ASSERT_EQ(live, 0);
     fut__stack_pool_window(0);

@@ -31,10 +31,10 @@
  * Stacks: mmap'd, 64 KiB by default (fut_fiber_opts.stack_size; 4x in
  * sanitizer builds, whose frames are larger), with an inaccessible guard
  * page below. Pages are committed only when the fiber touches them.
- * Freed stacks wait in a bounded process-wide pool for the next fiber;
- * the pool keeps the pages of its first 16 stacks and gives back
- * (MADV_DONTNEED) those of any stack parked beyond them, up to 256;
- * more are unmapped. Debug builds install a SIGSEGV handler (on an
+ * Freed stacks wait in a process-wide pool of their size (one for each
+ * of the first four sizes used) for the next fiber, with their pages;
+ * a pool keeps at least 16 and up to the most in use in the last one
+ * to two seconds, and unmaps the rest (docs/fibers.md, "Stacks"). Debug builds install a SIGSEGV handler (on an
  * alternate signal stack) that recognises a fault in a guard page,
  * prints the overflowing fiber's name and spawn site on stderr and
  * re-raises (not in ASan/TSan builds, whose own handlers report it).

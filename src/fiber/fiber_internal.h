@@ -44,8 +44,9 @@ size_t fut__stack_size(size_t size);
 int fut__stack_get(size_t size, struct fut__stack *out);
 /* Gives a stack back (to the pool, or unmaps it). Any thread. */
 void fut__stack_put(struct fut__stack *s);
-/* Default-size stacks parked in the pool now, and handed out (tests). */
-void fut__stack_pool_counts(size_t *parked, size_t *live);
+/* Stacks of fut__stack_size(size) bytes parked in their pool now, and
+ * handed out; 0 and 0 for a size without a pool (tests). */
+void fut__stack_pool_counts(size_t size, size_t *parked, size_t *live);
 /* Sets the pool's peak window (ns; <= 0: the default 1 s) and rolls it
  * at the next get or put (tests). */
 void fut__stack_pool_window(int64_t ns);

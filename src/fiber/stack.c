@@ -7,13 +7,15 @@
  * 64 KiB stack of a fiber parked in a read costs the one or two pages
  * its frames reach.
  *
- * The pool (process-wide, one mutex) keeps freed stacks of the default
- * size for the next spawn - a spawn + join then costs no syscall - sized
+ * The pools (process-wide, one mutex) keep freed stacks for the next
+ * spawn of the same size - a spawn + join then costs no syscall - sized
  * by the recent peak of stacks in use, as Go keeps its stack cache until
- * the scavenger runs. Rules:
- *   - 'live' counts default-size stacks handed out; 'peak' is the most
- *     live seen in the current window of WINDOW_NS, 'prev' the previous
- *     window's. A window rolls at the first get or put after it
+ * the scavenger runs. There is one pool per stack size, for the first
+ * POOL_SIZES sizes the process asks for (a program uses one or two: the
+ * default and, say, a TLS server's larger one); a pool's size is kept
+ * for the process's life. Rules, per pool:
+ *   - 'live' counts its stacks handed out; 'peak' is the most live seen
+ *     in the current window of WINDOW_NS, 'prev' the previous window's. A window rolls at the first get or put after it
  *     ends (one coarse clock read per call; nothing runs while no fiber
  *     starts or ends);
  *   - a stack given back is parked while live + parked stays within
@@ -29,7 +31,8 @@
  *   - it is a LIFO (a spawn takes the stack freed last, the warmest),
  *     linked through a header at the top of each parked stack: no
  *     memory besides the stacks;
- *   - stacks of other sizes are mapped and unmapped each time.
+ *   - stacks of a size that found no pool (more than POOL_SIZES sizes)
+ *     are mapped and unmapped each time.
  * Valgrind: every mapping is registered as a stack (VALGRIND_STACK_*),
  * so that memcheck follows the switches. ASan: a stack handed out is
  * unpoisoned (frames of the fiber that used it before never returned,
@@ -62,6 +65,7 @@
 #define POOL_HOT 16                      /* kept whatever the peak */
 #define WINDOW_NS (1000LL * 1000 * 1000) /* a peak is remembered 1-2 s */
 #define TRIM_BATCH 32                    /* unmaps per call at most */
+#define POOL_SIZES 4                     /* stack sizes with a pool */
 
 /* The header of a parked stack, at the top of its usable bytes. */
 struct parked {
@@ -69,13 +73,19 @@ struct parked {
     struct fut__stack st;
 };
 
+/* One size's pool; every field under pool_lock. */
+struct pool {
+    size_t usable;       /* the size of its stacks; 0: the slot is free */
+    struct parked *head; /* LIFO of parked stacks */
+    size_t n;            /* parked stacks */
+    size_t live;         /* handed out */
+    size_t peak;         /* this window's most live */
+    size_t prev;         /* the last window's */
+    int64_t window_end;  /* when this window ends */
+};
+
 static fut__mutex pool_lock = FUT__MUTEX_INIT;
-static struct parked *pool_head; /* pool_lock: LIFO of parked stacks */
-static size_t pool_n;            /* pool_lock: parked stacks */
-static size_t pool_live;         /* pool_lock: handed out */
-static size_t pool_peak;         /* pool_lock: this window's most live */
-static size_t pool_prev;         /* pool_lock: the last window's */
-static int64_t pool_window_end;  /* pool_lock: when this window ends */
+static struct pool pools[POOL_SIZES];      /* pool_lock */
 static int64_t pool_window_ns = WINDOW_NS; /* pool_lock (tests set it) */
 
 static size_t page_size(void)
@@ -137,16 +147,25 @@ static int64_t coarse_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static size_t pool_bound(void)
+/* Under the lock: the pool of stacks of 'usable' bytes, claiming a free
+ * slot for a new size; NULL when every slot has another size. */
+static struct pool *pool_of(size_t usable)
 {
-    size_t b = pool_peak > pool_prev ? pool_peak : pool_prev;
-    return b > POOL_HOT ? b : POOL_HOT;
+    for (int i = 0; i < POOL_SIZES; i++) {
+        if (pools[i].usable == usable)
+            return &pools[i];
+        if (pools[i].usable == 0) {
+            pools[i].usable = usable;
+            return &pools[i];
+        }
+    }
+    return NULL;
 }
 
-static void note_peak(void)
+static size_t pool_bound(const struct pool *pl)
 {
-    if (pool_live > pool_peak)
-        pool_peak = pool_live;
+    size_t b = pl->peak > pl->prev ? pl->peak : pl->prev;
+    return b > POOL_HOT ? b : POOL_HOT;
 }
 
 static struct parked *header_of(const struct fut__stack *s)
@@ -155,23 +174,23 @@ static struct parked *header_of(const struct fut__stack *s)
                                      sizeof(struct parked));
 }
 
-/* Under the lock: rolls the window when it is over, then takes up to
- * TRIM_BATCH parked stacks beyond the bound off the list into '*out' (a
- * chain the caller unmaps after unlocking). */
-static void roll_and_trim(struct parked **out)
+/* Under the lock: rolls the pool's window when it is over, then takes up
+ * to TRIM_BATCH parked stacks beyond the bound off the list into '*out'
+ * (a chain the caller unmaps after unlocking). */
+static void roll_and_trim(struct pool *pl, struct parked **out)
 {
     int64_t now = coarse_now();
-    if (now >= pool_window_end) {
-        pool_prev = pool_peak;
-        pool_peak = pool_live;
-        pool_window_end = now + pool_window_ns;
+    if (now >= pl->window_end) {
+        pl->prev = pl->peak;
+        pl->peak = pl->live;
+        pl->window_end = now + pool_window_ns;
     }
-    size_t bound = pool_bound();
-    for (int i = 0; i < TRIM_BATCH && pool_n && pool_live + pool_n > bound;
+    size_t bound = pool_bound(pl);
+    for (int i = 0; i < TRIM_BATCH && pl->n && pl->live + pl->n > bound;
          i++) {
-        struct parked *p = pool_head;
-        pool_head = p->next;
-        pool_n--;
+        struct parked *p = pl->head;
+        pl->head = p->next;
+        pl->n--;
         p->next = *out;
         *out = p;
     }
@@ -192,28 +211,29 @@ int fut__stack_get(size_t size, struct fut__stack *out)
     size_t usable = fut__stack_size(size);
     int found = 0;
     struct parked *trim = NULL;
-    int pooled = usable == fut__stack_size(0);
-    if (pooled) {
-        fut__mutex_lock(&pool_lock);
-        roll_and_trim(&trim);
-        if (pool_head) {
-            struct parked *p = pool_head;
-            pool_head = p->next;
-            pool_n--;
+    fut__mutex_lock(&pool_lock);
+    struct pool *pl = pool_of(usable);
+    if (pl) {
+        roll_and_trim(pl, &trim);
+        if (pl->head) {
+            struct parked *p = pl->head;
+            pl->head = p->next;
+            pl->n--;
             *out = p->st;
             found = 1;
         }
-        pool_live++;
-        note_peak();
-        fut__mutex_unlock(&pool_lock);
-        unmap_chain(trim);
+        pl->live++;
+        if (pl->live > pl->peak)
+            pl->peak = pl->live;
     }
+    fut__mutex_unlock(&pool_lock);
+    unmap_chain(trim);
     if (!found) {
         int r = stack_map(usable, out);
         if (r != 0) {
-            if (pooled) {
+            if (pl) {
                 fut__mutex_lock(&pool_lock);
-                pool_live--;
+                pl->live--;
                 fut__mutex_unlock(&pool_lock);
             }
             return r;
@@ -227,15 +247,15 @@ int fut__stack_get(size_t size, struct fut__stack *out)
 
 void fut__stack_put(struct fut__stack *s)
 {
-    if (s->usable != fut__stack_size(0)) {
-        stack_unmap(s);
-        return;
-    }
     struct parked *trim = NULL;
+    int parked = 0;
     fut__mutex_lock(&pool_lock);
-    pool_live--;
-    roll_and_trim(&trim);
-    int parked = pool_live + pool_n < pool_bound();
+    struct pool *pl = pool_of(s->usable);
+    if (pl) {
+        pl->live--;
+        roll_and_trim(pl, &trim);
+        parked = pl->live + pl->n < pool_bound(pl);
+    }
     if (parked) {
         struct parked *p = header_of(s);
 #ifdef FUT__ASAN
@@ -243,9 +263,9 @@ void fut__stack_put(struct fut__stack *s)
         ASAN_UNPOISON_MEMORY_REGION(p, sizeof *p);
 #endif
         p->st = *s;
-        p->next = pool_head;
-        pool_head = p;
-        pool_n++;
+        p->next = pl->head;
+        pl->head = p;
+        pl->n++;
     }
     fut__mutex_unlock(&pool_lock);
     unmap_chain(trim);
@@ -253,11 +273,12 @@ void fut__stack_put(struct fut__stack *s)
         stack_unmap(s);
 }
 
-void fut__stack_pool_counts(size_t *parked, size_t *live)
+void fut__stack_pool_counts(size_t size, size_t *parked, size_t *live)
 {
     fut__mutex_lock(&pool_lock);
-    *parked = pool_n;
-    *live = pool_live;
+    struct pool *pl = pool_of(fut__stack_size(size));
+    *parked = pl ? pl->n : 0;
+    *live = pl ? pl->live : 0;
     fut__mutex_unlock(&pool_lock);
 }
 
@@ -265,17 +286,26 @@ void fut__stack_pool_window(int64_t ns)
 {
     fut__mutex_lock(&pool_lock);
     pool_window_ns = ns > 0 ? ns : WINDOW_NS;
-    pool_window_end = 0; /* roll at the next call */
+    for (int i = 0; i < POOL_SIZES; i++)
+        pools[i].window_end = 0; /* roll at the next call */
     fut__mutex_unlock(&pool_lock);
 }
 
 void fut__stack_pool_drain(void)
 {
+    struct parked *all = NULL;
     fut__mutex_lock(&pool_lock);
-    struct parked *p = pool_head;
-    pool_head = NULL;
-    pool_n = 0;
-    pool_peak = pool_prev = pool_live;
+    for (int i = 0; i < POOL_SIZES; i++) {
+        struct pool *pl = &pools[i];
+        while (pl->head) {
+            struct parked *p = pl->head;
+            pl->head = p->next;
+            p->next = all;
+            all = p;
+        }
+        pl->n = 0;
+        pl->peak = pl->prev = pl->live;
+    }
     fut__mutex_unlock(&pool_lock);
-    unmap_chain(p);
+    unmap_chain(all);
 }
