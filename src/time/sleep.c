@@ -117,8 +117,11 @@ void fut_sleep_reset(struct fut_sleep *s, int64_t deadline)
      * and no lock per read. The state is read relaxed: the driver may
      * fire the timer meanwhile (ARMED -> FIRED), which sleep_poll handles
      * the same way; only the owner (this thread) arms or cancels it. */
+    /* While armed, the stored deadline never rounds to a tick before
+     * the timer's, so a deadline at or after the stored one needs no
+     * tick arithmetic (the usual push). */
     if (deadline != -1 && timer_state(t) == FUT__TIMER_ARMED &&
-        !fut__timer_fires_after(t, deadline)) {
+        (deadline >= s->deadline || !fut__timer_fires_after(t, deadline))) {
         s->deadline = deadline;
         s->duration = MOVED;
         s->result = 0;
