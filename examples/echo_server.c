@@ -89,19 +89,17 @@ struct acceptor {
 /* A read under the connection's idle deadline that costs no timer
  * operation per read (a fut_timeout per read armed and cancelled a timer
  * every time: +360 instructions per echo, callgrind). The connection's
- * 'idle' sleep stays armed across reads; the first time a read has to
- * wait, it moves the sleep's deadline to now + idle_ns with
- * fut_sleep_reset, which for a later deadline only stores it (the
- * runtime re-arms the timer when it fires at the old one: once per idle
- * period, not once per read; see fut/time.h). When the sleep is READY,
- * the read is dropped and the result is FUT_ETIMEDOUT. Output: 'result'
- * = 0 (inner READY) or FUT_ETIMEDOUT. The sleep's waker may wake the
- * task later while it writes: a spurious wake, harmless (C9). */
+ * 'idle' sleep stays armed across reads; each read moves 'last_read'
+ * (its start). When the sleep fires before last_read + idle_ns, it is
+ * re-armed for that time - once per idle period, not once per read - and
+ * when it fires after, the read is dropped and the result is
+ * FUT_ETIMEDOUT. Output: 'result' = 0 (inner READY) or FUT_ETIMEDOUT.
+ * The sleep's waker may wake the task later while it writes: a spurious
+ * wake, harmless (C9). */
 struct idle_read {
     struct fut_future base;
     struct fut_future *inner; /* the read (caller storage) */
-    struct conn *c;           /* its 'idle' sleep */
-    int waited;               /* the deadline was moved for this read */
+    struct conn *c;           /* its 'idle' and 'last_read' */
     int result;               /* output */
 };
 
@@ -114,6 +112,7 @@ struct conn {
     struct fut_io *io;
     struct fut_token *tok;            /* the scope's */
     struct fut_sleep idle;            /* the idle deadline (idle_read) */
+    int64_t last_read;                /* when the last read started */
     struct idle_read guard;           /* until, under the idle deadline */
     struct fut_until_cancelled until; /* rd, until the token fires */
     struct fut_io_read rd;            /* reads up to BUF_BYTES */
@@ -229,16 +228,17 @@ static int idle_read_poll(struct fut_future *f, struct fut_context *cx)
         g->result = 0;
         return FUT_READY;
     }
-    if (!g->waited) { /* idle from now on: a later deadline, a store */
-        fut_sleep_reset(&g->c->idle, fut_time_now() + idle_ns);
-        g->waited = 1;
+    while (fut_poll(&g->c->idle.base, cx) == FUT_READY) {
+        int64_t due = g->c->last_read + idle_ns;
+        if (fut_time_now() >= due) {
+            fut_drop(g->inner);
+            g->inner = NULL;
+            g->result = FUT_ETIMEDOUT;
+            return FUT_READY;
+        }
+        fut_sleep_reset(&g->c->idle, due); /* fired early: move it on */
     }
-    if (fut_poll(&g->c->idle.base, cx) == FUT_PENDING)
-        return FUT_PENDING;
-    fut_drop(g->inner);
-    g->inner = NULL;
-    g->result = FUT_ETIMEDOUT;
-    return FUT_READY;
+    return FUT_PENDING;
 }
 
 static void idle_read_drop(struct fut_future *f)
@@ -258,7 +258,6 @@ static void idle_read_init(struct idle_read *g, struct fut_future *inner,
     fut_future_init(&g->base, &idle_read_vt);
     g->inner = inner;
     g->c = c;
-    g->waited = 0;
     g->result = 0;
 }
 
@@ -268,6 +267,7 @@ static int conn_poll(struct fut_future *f, struct fut_context *cx)
     FUT_BEGIN(f);
     fut_sleep_until_init(&c->idle, fut_time_now() + idle_ns);
     for (;;) {
+        c->last_read = fut_time_now();
         fut_io_read_init(&c->rd, c->io, c->buf, sizeof c->buf);
         fut_until_cancelled_init(&c->until, &c->rd.base, c->tok);
         idle_read_init(&c->guard, &c->until.base, c);
