@@ -81,8 +81,9 @@ FUT_EXTERN void fut_sleep_init(struct fut_sleep *s, int64_t duration_ns);
  * poll arms it again for the stored one (a spurious wake of the task,
  * once per firing, not once per reset) and stays PENDING. So an idle or
  * header deadline pushed on every read costs a store per read (Tokio's
- * Sleep::reset). A deadline moved earlier, and any reset of a sleep that
- * is not waiting (new, READY, or -1), disarms and re-files it (O(1)). */
+ * Sleep::reset). A deadline moved earlier, a reset to -1, and any reset
+ * of a sleep that is not waiting (never polled, or READY) disarm it
+ * (O(1)); its next poll files it anew. */
 FUT_EXTERN void fut_sleep_reset(struct fut_sleep *s, int64_t deadline);
 
 /* --------------------------------------------------------------- timeout */
