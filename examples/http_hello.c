@@ -4,9 +4,10 @@
  * (it is also the http_wrk benchmark's server).
  *
  * What it shows: one task per connection written as an async function
- * (FUT_BEGIN / FUT_AWAIT), every read and write under a deadline
- * (fut_timeout), memory taken only while a request is in flight, and a
- * graceful shutdown on a signal (fut_signal_open).
+ * (FUT_BEGIN / FUT_AWAIT), every read and write under a deadline (one
+ * sleep per connection, moved with fut_sleep_reset: struct bounded),
+ * memory taken only while a request is in flight, and a graceful
+ * shutdown on a signal (fut_signal_open).
  *
  * Run it:
  *   ./build/examples/http_hello 8080             current-thread runtime
@@ -129,25 +130,31 @@ struct request {
     int length;      /* a Content-Length header was seen */
 };
 
-/* tchar (RFC 9110 5.6.2): VCHAR but the delimiters. A table: this test
- * runs for every byte of every method and header name. */
-static unsigned char token_chars[256];
+/* The class of each byte, a table: these tests run for every byte of
+ * every head. TOKEN: tchar (RFC 9110 5.6.2), VCHAR but the delimiters;
+ * FIELD: a header value's bytes, VCHAR, obs-text, SP and HTAB (no CR, no
+ * CTL). */
+enum { TOKEN = 1, FIELD = 2 };
+static unsigned char char_class[256];
 
-static void init_token_chars(void)
+static void init_char_class(void)
 {
-    for (int c = 33; c < 127; c++)
-        token_chars[c] = !strchr("()<>@,;:\\\"/[]?={}", c);
+    for (int c = 0; c < 256; c++) {
+        if (c >= 33 && c < 127 && !strchr("()<>@,;:\\\"/[]?={}", c))
+            char_class[c] |= TOKEN;
+        if (c >= 32 ? c != 127 : c == '\t')
+            char_class[c] |= FIELD;
+    }
 }
 
 static int is_token(unsigned char c)
 {
-    return token_chars[c];
+    return char_class[c] & TOKEN;
 }
 
-/* A header value's bytes: VCHAR, obs-text, SP and HTAB (no CR, no CTL). */
 static int is_field_char(unsigned char c)
 {
-    return c >= 32 ? c != 127 : c == '\t';
+    return char_class[c] & FIELD;
 }
 
 /* The length of the empty lines (CRLF or LF) at the start of 'p'. */
@@ -342,12 +349,149 @@ static int head_ok_so_far(const char *p, size_t n)
 
 enum verdict { NEED_MORE, GOT_ONE };
 
+/* Whether the token at 'p' (n bytes) is 'lower' (lowercase letters and
+ * '-'), case-insensitively. Folding with | 0x20 is exact here: the only
+ * bytes that fold onto a lowercase letter are it and its capital, and
+ * onto '-' only '-' and CR, which is not a token byte. */
+static int token_is(const char *p, size_t n, const char *lower, size_t ln)
+{
+    if (n != ln)
+        return 0;
+    for (size_t k = 0; k < n; k++)
+        if (((unsigned char)p[k] | 0x20) != (unsigned char)lower[k])
+            return 0;
+    return 1;
+}
+
+/* The common case in one pass: a complete head whose every line is
+ * valid, with a known method, at most one Host, at most one valid
+ * Content-Length, no Transfer-Encoding, within HEAD_MAX and BODY_MAX.
+ * Returns 1 with '*rq' filled (status 200) exactly as parse()'s checks
+ * would fill it, or 0 for anything else - incomplete, any error, any
+ * status but 200 - which parse()'s line-by-line checks then decide. So
+ * the fast path decides nothing the full checks would decide otherwise
+ * (test/example_http.c's cases run through both). */
+static int parse_fast(const char *p, size_t n, struct request *rq)
+{
+    size_t i = 0;
+    if (n > HEAD_MAX)
+        n = HEAD_MAX; /* a longer head is not for this path */
+    while (i < n && is_token((unsigned char)p[i]))
+        i++;
+    if (i >= n || p[i] != ' ')
+        return 0;
+    switch (i) { /* method_known's list, by length */
+    case 3:
+        if (memcmp(p, "GET", 3) && memcmp(p, "PUT", 3))
+            return 0;
+        break;
+    case 4:
+        rq->head = memcmp(p, "HEAD", 4) == 0;
+        if (!rq->head && memcmp(p, "POST", 4))
+            return 0;
+        break;
+    case 5:
+        if (memcmp(p, "PATCH", 5))
+            return 0;
+        break;
+    case 6:
+        if (memcmp(p, "DELETE", 6))
+            return 0;
+        break;
+    case 7:
+        if (memcmp(p, "OPTIONS", 7))
+            return 0;
+        break;
+    default:
+        return 0;
+    }
+    size_t t = ++i;
+    while (i < n && p[i] > 32 && p[i] < 127)
+        i++;
+    if (i == t || i >= n || p[i] != ' ')
+        return 0;
+    i++;
+    if (n - i < 9 || memcmp(p + i, "HTTP/1.", 7) != 0 ||
+        (p[i + 7] != '0' && p[i + 7] != '1'))
+        return 0;
+    rq->minor = p[i + 7] - '0';
+    i += 8;
+    if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+        i += 2;
+    else if (p[i] == '\n')
+        i++;
+    else
+        return 0; /* a bare CR, more bytes, or incomplete */
+    for (;;) {    /* at the start of a header line, or of the empty line */
+        if (i >= n)
+            return 0;
+        if (p[i] == '\n' || p[i] == '\r') {
+            if (p[i] == '\n')
+                i++;
+            else if (i + 1 < n && p[i + 1] == '\n')
+                i += 2;
+            else
+                return 0;
+            break;
+        }
+        size_t name = i;
+        while (i < n && is_token((unsigned char)p[i]))
+            i++;
+        if (i == name || i >= n || p[i] != ':')
+            return 0;
+        size_t nn = i - name;
+        size_t v = ++i;
+        while (i < n && is_field_char((unsigned char)p[i]))
+            i++;
+        if (i >= n)
+            return 0;
+        size_t ve = i;
+        if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+            i += 2;
+        else if (p[i] == '\n')
+            i++;
+        else
+            return 0;
+        while (v < ve && (p[v] == ' ' || p[v] == '\t'))
+            v++;
+        while (ve > v && (p[ve - 1] == ' ' || p[ve - 1] == '\t'))
+            ve--;
+        const char *name_p = p + name;
+        if (token_is(name_p, nn, "host", 4)) {
+            if (rq->host)
+                return 0;
+            rq->host = 1;
+        } else if (token_is(name_p, nn, "content-length", 14)) {
+            if (parse_length(p + v, ve - v, rq) < 0)
+                return 0;
+        } else if (token_is(name_p, nn, "transfer-encoding", 17)) {
+            return 0;
+        } else if (token_is(name_p, nn, "connection", 10)) {
+            if (ve - v >= 5 && strncasecmp(p + v, "close", 5) == 0)
+                rq->close = 1;
+            else if (ve - v >= 10 &&
+                     strncasecmp(p + v, "keep-alive", 10) == 0)
+                rq->keepalive = 1;
+        }
+    }
+    if ((rq->minor == 1 && !rq->host) || rq->body_len > (size_t)BODY_MAX)
+        return 0;
+    rq->head_len = i;
+    if (rq->minor == 0 && !rq->keepalive)
+        rq->close = 1;
+    return 1;
+}
+
 /* Parses the request head at the start of 'p' (n bytes, not starting
  * with an empty line). GOT_ONE: '*rq' says what to answer; rq->status
  * other than 200 means "answer that and close". */
 static enum verdict parse(const char *p, size_t n, struct request *rq)
 {
     memset(rq, 0, sizeof *rq);
+    rq->status = 200;
+    if (parse_fast(p, n, rq))
+        return GOT_ONE;
+    memset(rq, 0, sizeof *rq); /* the fast path's partial fill */
     rq->status = 200;
     size_t len = head_end(p, n);
     if (len == 0 || len > HEAD_MAX) {
@@ -385,6 +529,17 @@ static enum verdict parse(const char *p, size_t n, struct request *rq)
  *             write + keepalive_ns; expiry: silent close. A byte arriving
  *             starts a HEAD.
  *     Each write (a batch of replies) has its own deadline, send_ns.
+ *   - The clock is read only when a deadline can matter: a HEAD or IDLE
+ *     phase starts with 'deadline' 0 ("not taken yet"), and the read that
+ *     first has to wait in it takes now + its span. Nothing waits between
+ *     the start of such a phase and that read (only handle() runs), so it
+ *     is the same moment up to microseconds - and a request that arrives
+ *     whole and is answered without waiting costs no clock read for its
+ *     head. A write takes now + send_ns only if it has to wait.
+ *   - Every deadline is kept by one sleep per connection ('timer'), moved
+ *     with fut_sleep_reset: a deadline later than the one it is armed for
+ *     is only stored (no timer operation per request; see fut/time.h),
+ *     an earlier one re-files it.
  *   - Buffers: 'b' (the in-flight buffers, IN_MAX + OUT_MAX) is taken
  *     when bytes arrive on an idle connection and given back when the
  *     connection is idle again, so an idle connection holds only this
@@ -396,6 +551,23 @@ static enum verdict parse(const char *p, size_t n, struct request *rq)
  */
 enum phase { PH_HEAD, PH_BODY, PH_IDLE, PH_NEXT /* a request ended */ };
 
+/* A read or a write under a deadline kept by the connection's 'timer'
+ * (a fut_timeout per read and write armed and cancelled a timer each
+ * time: ~400 instructions per request, callgrind). Each poll polls inner
+ * first; when it is PENDING for the first time, '*deadline' (0: now +
+ * 'span', stored back) becomes the timer's deadline (fut_sleep_reset),
+ * and once the timer is READY inner is dropped where it stood and the
+ * result is FUT_ETIMEDOUT. Output: 'result' = 0 (inner READY) or
+ * FUT_ETIMEDOUT. Owns inner's drop, like fut_timeout. */
+struct bounded {
+    struct fut_future base;
+    struct fut_future *inner; /* caller storage; NULL once dropped */
+    struct fut_sleep *timer;  /* the connection's */
+    int64_t *deadline;        /* absolute, or 0: take now + span */
+    int64_t span;
+    int waited; /* the timer carries this operation's deadline */
+    int result; /* output */
+};
 struct bufs {
     struct bufs *next; /* in a thread's cache */
     char out[OUT_MAX];
@@ -410,6 +582,7 @@ struct bufs {
  * connection; 'cache_key' empties it when a worker thread exits. */
 static _Thread_local struct bufs *cache;
 static _Thread_local int ncached;
+static _Thread_local int armed; /* cache_key's destructor, for this thread */
 static pthread_key_t cache_key;
 
 static struct bufs *bufs_take(void)
@@ -428,8 +601,8 @@ static void bufs_give(struct bufs *b)
         free(b);
         return;
     }
-    if (!cache)
-        pthread_setspecific(cache_key, &cache); /* arms the destructor */
+    if (!armed) /* once per thread: 35 instructions a call */
+        armed = pthread_setspecific(cache_key, &cache) == 0;
     b->next = cache;
     cache = b;
     ncached++;
@@ -450,16 +623,18 @@ static void bufs_flush(void *unused)
 struct conn {
     struct fut_future base;
     struct fut_io *io;
-    struct bufs *b;   /* in-flight buffers, NULL while idle */
-    char *in;         /* b->in, or 'small' while b is NULL */
-    size_t in_len;    /* bytes buffered in 'in' */
-    size_t out_len;   /* bytes of replies in b->out */
-    size_t skip;      /* body bytes still to skip */
-    int64_t deadline; /* of the phase (see the rules) */
+    struct bufs *b;        /* in-flight buffers, NULL while idle */
+    char *in;              /* b->in, or 'small' while b is NULL */
+    size_t in_len;         /* bytes buffered in 'in' */
+    size_t out_len;        /* bytes of replies in b->out */
+    size_t skip;           /* body bytes still to skip */
+    int64_t deadline;      /* of the phase, or 0: not taken (see the rules) */
+    int64_t send_deadline; /* of the write in flight, or 0: not taken */
     enum phase phase;
     int closing;            /* close once 'out' is written */
     int error;              /* an error reply was given (then linger) */
-    struct fut_timeout tmo; /* wraps rd or wr */
+    struct fut_sleep timer; /* every deadline (see the rules) */
+    struct bounded io_dl;   /* rd or wr, under the deadline */
     struct fut_io_read rd;
     struct fut_io_write_all wr;
     char small[SMALL_IN]; /* where an idle connection reads */
@@ -501,6 +676,12 @@ static void answer(struct conn *c, const struct request *rq)
         c->closing = c->error = 1;
         return;
     }
+    if (!rq->close && rq->minor == 1 && !rq->head) { /* the usual: one copy */
+        PUT(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+               "Content-Type: text/plain\r\n\r\nhello");
+        c->closing = 0;
+        return;
+    }
     PUT(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
            "Content-Type: text/plain\r\n");
     if (rq->close)
@@ -537,10 +718,11 @@ static void handle(struct conn *c)
         pos += rq.head_len;
         c->skip = rq.body_len;
         c->phase = c->skip ? PH_BODY : PH_NEXT;
-        if (c->skip)
+        if (c->skip) /* (read now: a write may come before the body) */
             c->deadline = fut_time_now() + lim.body_ns;
     }
-    memmove(c->in, c->in + pos, c->in_len - pos);
+    if (pos < c->in_len) /* a partial request stays */
+        memmove(c->in, c->in + pos, c->in_len - pos);
     c->in_len -= pos;
 }
 
@@ -558,7 +740,7 @@ static int got_bytes(struct conn *c, size_t n)
     c->in_len += n;
     if (c->phase == PH_IDLE) {
         c->phase = PH_HEAD;
-        c->deadline = fut_time_now() + lim.header_ns;
+        c->deadline = 0; /* now + header_ns, taken at the first wait */
     }
     return 0;
 }
@@ -569,8 +751,7 @@ static void settle(struct conn *c)
 {
     if (c->phase == PH_NEXT) {
         c->phase = c->in_len ? PH_HEAD : PH_IDLE;
-        c->deadline =
-            fut_time_now() + (c->in_len ? lim.header_ns : lim.keepalive_ns);
+        c->deadline = 0; /* taken at the first wait (see the rules) */
     }
     if (c->b && c->in_len == 0 && c->skip == 0) {
         bufs_give(c->b);
@@ -590,17 +771,73 @@ static int timed_out(struct conn *c)
     return 1;
 }
 
+static int bounded_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct bounded *b = (struct bounded *)f;
+    if (!b->inner) /* timed out already */
+        return FUT_READY;
+    if (fut_poll(b->inner, cx) == FUT_READY) {
+        b->result = 0;
+        return FUT_READY;
+    }
+    if (!b->waited) {
+        if (*b->deadline == 0)
+            *b->deadline = fut_time_now() + b->span;
+        fut_sleep_reset(b->timer, *b->deadline); /* later: a store */
+        b->waited = 1;
+    }
+    if (fut_poll(&b->timer->base, cx) == FUT_PENDING)
+        return FUT_PENDING;
+    fut_drop(b->inner);
+    b->inner = NULL;
+    b->result = FUT_ETIMEDOUT;
+    return FUT_READY;
+}
+
+static void bounded_drop(struct fut_future *f)
+{
+    struct bounded *b = (struct bounded *)f;
+    if (b->inner)
+        fut_drop(b->inner);
+    b->inner = NULL;
+}
+
+static const struct fut_future_vtable bounded_vt = {
+    bounded_poll, bounded_drop, "bounded", NULL};
+
+/* 'inner' under the connection's timer, until '*deadline' (0: now +
+ * 'span', taken when inner first waits). */
+static void bounded_init(struct conn *c, struct fut_future *inner,
+                         int64_t *deadline, int64_t span)
+{
+    fut_future_init(&c->io_dl.base, &bounded_vt);
+    c->io_dl.inner = inner;
+    c->io_dl.timer = &c->timer;
+    c->io_dl.deadline = deadline;
+    c->io_dl.span = span;
+    c->io_dl.waited = 0;
+    c->io_dl.result = 0;
+}
+
+/* A read into 'in' under the phase's deadline. */
+static void read_init(struct conn *c)
+{
+    fut_io_read_init(&c->rd, c->io, c->in + c->in_len,
+                     (c->b ? IN_MAX : SMALL_IN) - c->in_len);
+    bounded_init(c, &c->rd.base, &c->deadline,
+                 c->phase == PH_IDLE ? lim.keepalive_ns : lim.header_ns);
+}
+
 static int conn_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct conn *c = (struct conn *)f;
     FUT_BEGIN(f);
     c->in = c->small; /* here: the task's copy does not move any more */
+    fut_sleep_until_init(&c->timer, -1); /* bounded_poll sets it */
     for (;;) {
-        fut_io_read_init(&c->rd, c->io, c->in + c->in_len,
-                         (c->b ? IN_MAX : SMALL_IN) - c->in_len);
-        fut_timeout_init(&c->tmo, &c->rd.base, c->deadline);
-        FUT_AWAIT(f, &c->tmo);
-        if (c->tmo.result != 0) {
+        read_init(c);
+        FUT_AWAIT(f, &c->io_dl);
+        if (c->io_dl.result != 0) {
             if (!timed_out(c))
                 break;
         } else if (c->rd.result <= 0 || got_bytes(c, (size_t)c->rd.result))
@@ -608,10 +845,10 @@ static int conn_poll(struct fut_future *f, struct fut_context *cx)
         /* Write every batch handle() produces before reading again. */
         for (handle(c); c->out_len; handle(c)) {
             fut_io_write_all_init(&c->wr, c->io, c->b->out, c->out_len);
-            fut_timeout_init(&c->tmo, &c->wr.base,
-                             fut_time_now() + lim.send_ns);
-            FUT_AWAIT(f, &c->tmo);
-            if (c->tmo.result != 0 || c->wr.result < 0)
+            c->send_deadline = 0; /* now + send_ns if it has to wait */
+            bounded_init(c, &c->wr.base, &c->send_deadline, lim.send_ns);
+            FUT_AWAIT(f, &c->io_dl);
+            if (c->io_dl.result != 0 || c->wr.result < 0)
                 goto done; /* the client does not read, or went away */
             c->out_len = 0;
             if (c->closing)
@@ -631,9 +868,9 @@ linger:
     c->deadline = fut_time_now() + LINGER_NS;
     do {
         fut_io_read_init(&c->rd, c->io, c->small, SMALL_IN);
-        fut_timeout_init(&c->tmo, &c->rd.base, c->deadline);
-        FUT_AWAIT(f, &c->tmo);
-    } while (c->tmo.result == 0 && c->rd.result > 0);
+        bounded_init(c, &c->rd.base, &c->deadline, 0);
+        FUT_AWAIT(f, &c->io_dl);
+    } while (c->io_dl.result == 0 && c->rd.result > 0);
 done:
     FUT_END(f);
 }
@@ -641,6 +878,8 @@ done:
 static void conn_cleanup(struct fut_future *f)
 {
     struct conn *c = (struct conn *)f;
+    if (c->timer.base.vt)
+        fut_drop(&c->timer.base); /* disarms it */
     if (c->b)
         bufs_give(c->b);
     fut_io_close(c->io);
@@ -829,7 +1068,7 @@ int main(int argc, char **argv)
     int r = parse_args(argc, argv, &workers, &host, &port);
     if (r != 0)
         return ex_usage(r > 0, usage_text);
-    init_token_chars();
+    init_char_class();
     if (pthread_key_create(&cache_key, bufs_flush) != 0)
         return 1;
     int sigs[2] = {SIGINT, SIGTERM}, usr1 = SIGUSR1;

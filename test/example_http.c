@@ -269,6 +269,13 @@ START_TEST(garbage_400_close)
         /* Two Host headers (RFC 9112 3.2). */
         "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
+        /* Two Content-Length headers, a non-number. */
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
+        "Content-Length: 1\r\n\r\nx",
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\nx",
+        /* A control byte in a value; a CR before the line's CR LF. */
+        "GET / HTTP/1.1\r\nHost: a\x01\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\r\n\r\n",
     };
     for (size_t i = 0; i < sizeof bad400 / sizeof bad400[0]; i++)
         expect_refusal(s.port, bad400[i], strlen(bad400[i]), 0,
@@ -301,6 +308,17 @@ START_TEST(methods_501)
                          no[i]);
         expect_refusal(s.port, req, (size_t)n, 0, "HTTP/1.1 501 ");
     }
+    /* A chunked body: 501; a body over BODY_MAX: 413; HTTP/1.0 without
+     * keep-alive: answered, then closed. */
+    expect_refusal(s.port,
+                   S("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
+                     "chunked\r\n\r\n"),
+                   0, "HTTP/1.1 501 ");
+    expect_refusal(s.port,
+                   S("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: "
+                     "2000000\r\n\r\n"),
+                   0, "HTTP/1.1 413 ");
+    expect_refusal(s.port, S("GET / HTTP/1.0\r\n\r\n"), 0, "HTTP/1.1 200 ");
     stop_ok(&s);
 }
 END_TEST

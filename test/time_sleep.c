@@ -136,6 +136,129 @@ START_TEST(sleep_reset_rearms)
 }
 END_TEST
 
+/* A deadline pushed later while the sleep waits (fut_sleep_reset's cheap
+ * path): every 5 ms a short 'tick' sleep fires and the task moves the
+ * 'idle' sleep's deadline to now + 30 ms, 'pushes' times; then it waits.
+ * The sleep must fire at the last deadline, never at one it was armed
+ * with before (its timer fires there and must be re-armed), and the
+ * pushes must leave the timer where it is (no wheel operation: its tick
+ * unchanged, still armed). Then a deadline moved earlier fires at the
+ * earlier time. */
+struct pusher {
+    struct fut_future base;
+    struct fut_sleep idle, tick;
+    int step, pushes, moved_tick;
+    int64_t last_deadline, done_at, early_deadline;
+};
+
+static int pusher_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct pusher *p = (struct pusher *)f;
+    struct fut__timer *t = fut__timer_of(&p->idle.timer);
+    switch (p->step) {
+    case 0:
+        p->last_deadline = fut_time_now() + 30 * MS;
+        fut_sleep_until_init(&p->idle, p->last_deadline);
+        fut_sleep_init(&p->tick, 5 * MS);
+        p->step = 1;
+        /* fall through */
+    case 1:
+        while (p->pushes < 20) {
+            if (fut_poll(&p->idle.base, cx) == FUT_READY) {
+                /* Before the pushes end: right only if this thread was
+                 * held up for longer than 30 ms (a loaded machine). */
+                p->done_at = fut_time_now();
+                p->step = 3;
+                return FUT_READY;
+            }
+            if (fut_poll(&p->tick.base, cx) == FUT_PENDING)
+                return FUT_PENDING;
+            uint64_t when = t->e.when;
+            int armed =
+                fut__load(&t->state, FUT__RELAXED) == FUT__TIMER_ARMED;
+            p->last_deadline = fut_time_now() + 30 * MS;
+            fut_sleep_reset(&p->idle, p->last_deadline);
+            if (armed &&
+                (t->e.when != when ||
+                 fut__load(&t->state, FUT__RELAXED) != FUT__TIMER_ARMED))
+                p->moved_tick++; /* a wheel operation for a later deadline */
+            p->pushes++;
+            fut_sleep_reset(&p->tick, fut_time_now() + 5 * MS);
+        }
+        p->step = 2;
+        /* fall through */
+    case 2:
+        if (fut_poll(&p->idle.base, cx) == FUT_PENDING)
+            return FUT_PENDING;
+        p->done_at = fut_time_now();
+        /* Earlier: armed 2 s ahead, moved to 5 ms ahead. */
+        fut_sleep_reset(&p->idle, fut_time_now() + 2000 * MS);
+        if (fut_poll(&p->idle.base, cx) == FUT_READY)
+            return FUT_READY;
+        p->early_deadline = fut_time_now() + 5 * MS;
+        fut_sleep_reset(&p->idle, p->early_deadline);
+        p->step = 4;
+        /* fall through */
+    case 4:
+        if (fut_poll(&p->idle.base, cx) == FUT_PENDING)
+            return FUT_PENDING;
+        p->early_deadline = fut_time_now() - p->early_deadline;
+        p->step = 5;
+        return FUT_READY;
+    default:
+        return FUT_READY;
+    }
+}
+
+static void pusher_drop(struct fut_future *f)
+{
+    struct pusher *p = (struct pusher *)f;
+    if (p->step) {
+        fut_drop(&p->idle.base);
+        fut_drop(&p->tick.base);
+    }
+}
+
+static const struct fut_future_vtable pusher_vt = {pusher_poll, pusher_drop,
+                                                   "pusher", NULL};
+
+START_TEST(sleep_reset_later_is_cheap)
+{
+    struct fut_runtime *rt = rt_make(0);
+    struct pusher p;
+    memset(&p, 0, sizeof p);
+    fut_future_init(&p.base, &pusher_vt);
+    int64_t t0 = fut_time_now();
+    ASSERT_EQ(fut_block_on(rt, &p.base), 0);
+    fprintf(stderr,
+            "pushed %d times over %lld ms; fired %lld ms after the last "
+            "deadline; moved earlier: fired %lld ms after it\n",
+            p.pushes, (long long)((p.done_at - t0) / MS),
+            (long long)((p.done_at - p.last_deadline) / MS),
+            (long long)(p.early_deadline / MS));
+    ASSERT_EQ(p.moved_tick, 0); /* no wheel operation for a push */
+    ASSERT_EQ(p.idle.result, 0);
+    ck_assert_msg(p.done_at >= p.last_deadline,
+                  "fired %lld ns before its deadline (after %d pushes)",
+                  (long long)(p.last_deadline - p.done_at), p.pushes);
+    if (p.step == 3) { /* held up past a deadline (see pusher_poll) */
+        fut_drop(&p.base);
+        fut_runtime_free(rt);
+        return;
+    }
+    ASSERT_EQ(p.step, 5);
+    ASSERT_EQ(p.pushes, 20); /* 20 x 5 ms: past the first 30 ms */
+    /* Moved earlier: fired at (not before) the 5 ms deadline, long
+     * before the 2 s one it was armed for (generous: a loaded machine
+     * and the sanitizers). */
+    ck_assert(p.early_deadline >= 0);
+    ck_assert_msg(p.early_deadline < 1000 * MS, "fired %lld ms late",
+                  (long long)(p.early_deadline / MS));
+    fut_drop(&p.base);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------------ timeout */
 
 struct timeout_main {
@@ -530,6 +653,7 @@ int main(void)
     tcase_add_test(tc, sleep_never_early);
     tcase_add_test(tc, sleep_without_runtime);
     tcase_add_test(tc, sleep_reset_rearms);
+    tcase_add_test(tc, sleep_reset_later_is_cheap);
     tc = fut_test_tcase(s, "timeout");
     tcase_add_test(tc, timeout_drops_inner);
     tcase_add_test(tc, timeout_inner_wins);

@@ -62,7 +62,7 @@ FUT_EXTERN int fut_time_advance(int64_t ns);
 struct fut_sleep {
     struct fut_future base; /**< the future header (fut_poll, fut_drop) */
     int64_t deadline;       /**< read-only after the first poll */
-    int64_t duration;       /**< private: fut_sleep_init's, or -1 */
+    int64_t duration;       /**< private: fut_sleep_init's, or < 0 */
     int result;             /**< output */
     struct fut_timer_entry timer; /**< private */
 };
@@ -74,7 +74,16 @@ FUT_EXTERN void fut_sleep_until_init(struct fut_sleep *s, int64_t deadline);
 FUT_EXTERN void fut_sleep_init(struct fut_sleep *s, int64_t duration_ns);
 /** Re-arms 's' for a new deadline, whatever its state (a READY sleep
  * becomes pending again; the future may be awaited anew). Not while
- * another thread polls it. */
+ * another thread polls it.
+ * Cost: a deadline moved later (or kept) while the sleep waits is only
+ * stored - no wheel operation, no lock, no clock read: the timer stays
+ * armed for the old deadline, and when it fires there the sleep's next
+ * poll arms it again for the stored one (a spurious wake of the task,
+ * once per firing, not once per reset) and stays PENDING. So an idle or
+ * header deadline pushed on every read costs a store per read (Tokio's
+ * Sleep::reset). A deadline moved earlier, a reset to -1, and any reset
+ * of a sleep that is not waiting (never polled, or READY) disarm it
+ * (O(1)); its next poll files it anew. */
 FUT_EXTERN void fut_sleep_reset(struct fut_sleep *s, int64_t deadline);
 
 /* --------------------------------------------------------------- timeout */

@@ -163,6 +163,16 @@ void fut__timer_cancel(struct fut__timer *t)
     fut_waker_drop(&w);
 }
 
+int fut__timer_fires_after(const struct fut__timer *t, int64_t deadline)
+{
+    return t->e.when > tick_for(t->drv, deadline);
+}
+
+int fut__timer_fires_before(const struct fut__timer *t, int64_t deadline)
+{
+    return t->e.when < tick_for(t->drv, deadline);
+}
+
 /* Fires every timer due at 'now_tick'; returns how many. */
 static int fire_timers(struct fut__iodrv *d, uint64_t now_tick)
 {

@@ -51,6 +51,12 @@ int fut__timer_arm(struct fut__iodrv *d, struct fut__timer *t,
 int fut__timer_poll(struct fut__timer *t, const struct fut_waker *w);
 /* Disarms 't' (any state; O(1)) and drops its waker; back to IDLE. */
 void fut__timer_cancel(struct fut__timer *t);
+/* Whether 't' (armed, fired or refused as due by fut__timer_arm, on its
+ * driver t->drv) was filed for a tick later than the one 'deadline'
+ * rounds up to / earlier than it. Read by the timer's owner only (the
+ * driver never writes the entry's tick). */
+int fut__timer_fires_after(const struct fut__timer *t, int64_t deadline);
+int fut__timer_fires_before(const struct fut__timer *t, int64_t deadline);
 
 /* ------------------------------------------------------- blocking pool */
 

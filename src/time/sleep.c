@@ -27,6 +27,12 @@ static uintptr_t timer_state(struct fut__timer *t)
 
 /* ----------------------------------------------------------------- sleep */
 
+/* s->duration of a sleep whose deadline a cheap fut_sleep_reset moved
+ * later while its timer stayed armed for the old one: when the timer
+ * fires, sleep_poll compares and arms it again if the deadline is later
+ * (the only reader; any other value: a duration still to count, or -1). */
+#define MOVED (-2)
+
 static int sleep_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct fut_sleep *s = (struct fut_sleep *)f;
@@ -56,6 +62,16 @@ static int sleep_poll(struct fut_future *f, struct fut_context *cx)
         if (r < 0) {
             s->result = r;
             return FUT_READY;
+        }
+        if (s->duration == MOVED) {
+            s->duration = -1;
+            if (fut__timer_fires_before(t, s->deadline)) {
+                /* Fired for the deadline it was armed with, which a cheap
+                 * fut_sleep_reset moved later since: arm it again, now,
+                 * for the stored one (once per firing, not per reset). */
+                fut__timer_cancel(t); /* FIRED -> IDLE: no lock */
+                return sleep_poll(f, cx);
+            }
         }
     }
     if (!fut_coop_proceed(cx))
@@ -92,7 +108,26 @@ void fut_sleep_init(struct fut_sleep *s, int64_t duration_ns)
 void fut_sleep_reset(struct fut_sleep *s, int64_t deadline)
 {
     FUT_ARG_VOID(s, "'s' is NULL");
-    fut__timer_cancel(fut__timer_of(&s->timer));
+    struct fut__timer *t = fut__timer_of(&s->timer);
+    /* The cheap path (Tokio's Sleep::reset, hyper's header timer): armed
+     * for a tick at or before the new deadline's, the timer stays where
+     * it is and only the deadline is stored; when it fires early,
+     * sleep_poll arms it again for the stored one. A connection that
+     * pushes its idle deadline on every read so costs no wheel operation
+     * and no lock per read. The state is read relaxed: the driver may
+     * fire the timer meanwhile (ARMED -> FIRED), which sleep_poll handles
+     * the same way; only the owner (this thread) arms or cancels it. */
+    /* While armed, the stored deadline never rounds to a tick before
+     * the timer's, so a deadline at or after the stored one needs no
+     * tick arithmetic (the usual push). */
+    if (deadline != -1 && timer_state(t) == FUT__TIMER_ARMED &&
+        (deadline >= s->deadline || !fut__timer_fires_after(t, deadline))) {
+        s->deadline = deadline;
+        s->duration = MOVED;
+        s->result = 0;
+        return; /* ARMED: not READY, nothing else to clear */
+    }
+    fut__timer_cancel(t);
     s->deadline = deadline;
     s->duration = -1;
     s->result = 0;
