@@ -817,9 +817,12 @@ START_TEST(faults_seeded)
     ASSERT_EQ(fut_sim_set_faults(rt, FUT_SIM_FAULT_ALLOC, 10), FUT_EINVAL);
     fut_runtime_free(rt);
     ASSERT_EQ(fut_sim_new(NULL, 1, &rt), 0);
-    ASSERT_EQ(fut_sim_set_faults(rt, 8, 10), FUT_EINVAL);
+    ASSERT_EQ(fut_sim_set_faults(rt, 32, 10), FUT_EINVAL); /* unknown */
     ASSERT_EQ(fut_sim_set_faults(rt, FUT_SIM_FAULT_EINTR, 1000000),
               FUT_EINVAL);
+    ASSERT_EQ(fut_sim_set_faults(rt, FUT_SIM_FAULT_EAGAIN, 1000000),
+              FUT_EINVAL);
+    ASSERT_EQ(fut_sim_set_faults(rt, FUT_SIM_FAULT_RESET, 1000000), 0);
     fut_runtime_free(rt);
 }
 END_TEST

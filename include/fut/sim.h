@@ -14,14 +14,15 @@
  * and names the first step where they differ.
  *
  * The network is simulated for TCP (below: hosts, latency, partitions,
- * resets; docs/simulation.md): fut_tcp_* and the stream calls work
- * unchanged on simulated sockets. On request (below): N workers emulated
- * on the one thread (cfg->workers > 1: per-worker queues, LIFO slots,
- * stealing, all decided by the seed); seeded faults of the allocator
- * hook and the file calls (fut_sim_set_faults); an invariant checked
- * after every step (fut_sim_set_invariant); a swarm over many seeds that
- * also chooses the faults per seed and prints the replay of the first
- * failure (fut_sim_swarm).
+ * resets, accept backlogs, host crashes and restarts;
+ * docs/simulation.md): fut_tcp_* and the stream calls work unchanged on
+ * simulated sockets. On request (below): N workers emulated on the one
+ * thread (cfg->workers > 1: per-worker queues, LIFO slots, stealing, all
+ * decided by the seed); seeded faults of the allocator hook, the file
+ * calls and the simulated sockets (fut_sim_set_faults); an invariant
+ * checked after every step (fut_sim_set_invariant); a swarm over many
+ * seeds that also chooses the faults per seed and prints the replay of
+ * the first failure (fut_sim_swarm).
  *
  * Not simulated (yet): UDP and Unix sockets, pipes and other fds
  * (refused with FUT_EINVAL).
@@ -112,7 +113,10 @@ FUT_EXTERN uint64_t fut_sim_random(void);
  * default 1 to 3 ms). Streams are reliable and ordered; reads and writes
  * return partial counts chosen by the seed; a connect to a port nobody
  * listens on fails with -ECONNREFUSED, to an address no host has with
- * -ENETUNREACH; a write takes at most 64 KiB not yet read by the peer.
+ * -ENETUNREACH; a write takes at most 64 KiB not yet read by the peer;
+ * a listener's accept queue holds at most backlog + 1 connections (the
+ * listen backlog, at most 4096: fut_tcp_listen's), a connect beyond that
+ * is refused (-ECONNREFUSED after the round trip).
  * All calls below: on the simulation's thread; their hosts belong to the
  * runtime and go with it. */
 
@@ -134,7 +138,8 @@ FUT_EXTERN int fut_sim_host_new(struct fut_runtime *rt, const char *addr,
  * default host unless spawned with this call too. fut_join_output of
  * the handle is not the future's output (a wrapper's): keep outputs in
  * memory the future points to. Returns what fut_spawn returns;
- * FUT_EINVAL when 'host' is NULL. */
+ * FUT_EINVAL when 'host' is NULL; FUT_ESHUTDOWN when it is down
+ * (fut_sim_crash; the future stays the caller's). */
 #define fut_sim_spawn_on(host, f, size, join)                                \
     fut_sim_spawn_on_at((host), FUT_AS_FUTURE(f), (size), (join), __FILE__,  \
                         __LINE__)
@@ -167,6 +172,32 @@ FUT_EXTERN int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
                                struct fut_sim_host *b, int64_t min_ns,
                                int64_t max_ns);
 
+/** Crashes host 'host': every task spawned on it with fut_sim_spawn_on
+ * that has not finished is aborted (fut_join_abort: dropped at once when
+ * idle, after its poll when running - the normal drop path, so its join
+ * handle gives FUT_ECANCELED and its scopes drop their children); every
+ * socket of the host dies first: its connections are reset at their
+ * peers (their next read or write, after the link's delay, gives
+ * -ECONNRESET; bytes in flight are lost), its listeners are gone. Until
+ * fut_sim_restart the host is down: segments toward it wait (as TCP
+ * retransmits; a connect to it waits for its deadline), fut_sim_spawn_on
+ * on it gives FUT_ESHUTDOWN, and a socket call of a poll still running
+ * there gives -ENETDOWN. Tasks the host's tasks spawned with fut_spawn
+ * run on the default host and are not aborted. Returns 0, or FUT_EINVAL
+ * (NULL, already down, or not called from inside the fut_block_on of the
+ * host's runtime). Thread: the simulation's, inside its fut_block_on
+ * (from a task or the block_on future). */
+FUT_EXTERN int fut_sim_crash(struct fut_sim_host *host);
+
+/** Restarts crashed host 'host' with nothing running and no sockets: the
+ * test spawns its programs again (fut_sim_spawn_on), which may listen on
+ * the ports it had; segments that waited for it go, after a new delay
+ * each (a connect that waited reaches whatever listens by then; what was
+ * for the old sockets is answered with a reset or dropped). Returns 0,
+ * or FUT_EINVAL (NULL, or the host is not down). Thread: the
+ * simulation's, inside or outside fut_block_on. */
+FUT_EXTERN int fut_sim_restart(struct fut_sim_host *host);
+
 /** Resets the TCP connection of simulated socket 'io' (a fut_io from
  * fut_tcp_connect or an accept): its own next read or write fails with
  * -ECONNRESET at once, its peer's after the link's delay (bytes not yet
@@ -188,11 +219,20 @@ FUT_EXTERN int fut_sim_reset(struct fut_io *io);
                                   fut_fs_write: pread, pwrite) is
                                   interrupted: -EINTR, which fut retries */
 #define FUT_SIM_FAULT_FS                                                     \
-    4u                       /**< a file call fails: open (-ENOENT,
+    4u /**< a file call fails: open (-ENOENT,
                                   -EACCES, -EMFILE), pread (-EIO,
                                   -EAGAIN), pwrite (-EIO, -ENOSPC,
                                   -EAGAIN), fstat and fsync (-EIO) */
-#define FUT_SIM_FAULT_ALL 7u /**< every kind above */
+/** A read or write of an open simulated TCP connection fails with a
+ * spurious -EAGAIN; readiness is reported again after the host's own link
+ * delay (as a later epoll event would), so the operation waits, then goes
+ * on. */
+#define FUT_SIM_FAULT_EAGAIN 8u
+/** A read or write of an open simulated TCP connection resets it (as
+ * fut_sim_reset): that call fails with -ECONNRESET, the peer's next one
+ * after the link's delay. */
+#define FUT_SIM_FAULT_RESET 16u
+#define FUT_SIM_FAULT_ALL 31u /**< every kind above */
 
 /** Turns the seeded faults 'kinds' (FUT_SIM_FAULT_*; 0: none) on for
  * the simulation runtime 'rt': each call of an enabled kind fails with
@@ -201,9 +241,9 @@ FUT_EXTERN int fut_sim_reset(struct fut_io *io);
  * moved), so a seed gives the same failures at the same calls. Faults
  * strike inside fut_block_on only (the program's polls, never the
  * runtime's teardown, the trace record or an invariant). 'ppm' must be
- * below 1,000,000 when EINTR is on (an always-interrupted read is
- * retried for ever). Returns 0, or FUT_EINVAL ('rt' is not a simulation,
- * an unknown kind, ppm > 1,000,000). Thread: the simulation's, outside
+ * below 1,000,000 when EINTR or EAGAIN is on (an always-interrupted
+ * read is retried for ever). Returns 0, or FUT_EINVAL ('rt' is not a
+ * simulation, an unknown kind, ppm > 1,000,000). Thread: the simulation's, outside
  * fut_block_on or in a task. */
 FUT_EXTERN int fut_sim_set_faults(struct fut_runtime *rt, unsigned kinds,
                                   uint32_t ppm);

@@ -11,9 +11,12 @@
  * (fut__io_do_with) with sim_call in place of the syscall. Readiness is
  * the reactor's word: a change that may let an operation go on (bytes
  * arrived, room to write, a connection to accept, established, reset)
- * is reported with fut__io_dispatch, as epoll would.
+ * is reported with fut__io_dispatch, as epoll would. This file has the
+ * socket calls, the operations and the backend's table; the wire -
+ * segments in flight, their queues and timer, links and crashed hosts -
+ * is simnet_wire.c's; the state both share, simnet_internal.h.
  *
- * Rules:
+ * Rules (of both files):
  *   - one thread: the simulation's. Only the fd table (fd -> endpoint,
  *     for the hook, which sees an fd number) is shared by every
  *     simulation of the process, under 'table_lock'. An entry lives
@@ -45,97 +48,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "io/io_internal.h"
-#include "io/simnet.h"
-#include "platform/simrng.h"
+#include "io/simnet_internal.h"
+#include "platform/simfault.h"
 #include "platform/sys.h"
-
-#define SNDBUF (64 * 1024)
-#define FIRST_PORT 49152
-#define DEFAULT_MIN_NS 1000000
-#define DEFAULT_MAX_NS 3000000
-
-enum { SEG_SYN, SEG_SYNACK, SEG_DATA, SEG_FIN, SEG_RST };
-enum { ST_NEW, ST_CONNECTING, ST_OPEN, ST_DEAD };
-
-struct ep;
-
-/* A segment in flight. */
-struct seg {
-    struct seg *next;     /* the next of its direction's queue */
-    int64_t at;           /* virtual delivery time (ns since the start) */
-    int kind;             /* SEG_* */
-    struct ep *from, *to; /* SYN: 'to' NULL, 'dst'/'dport' name it;
-                             a refusal's RST: 'from' NULL */
-    struct fut_sim_host *src, *dst; /* the link (partitions, latency) */
-    int dport;                      /* SYN: the port connected to */
-    size_t len;                     /* DATA: bytes in 'data' */
-    char data[];
-};
-
-/* One direction's segments, in delivery order. */
-struct queue {
-    struct seg *head, *tail;
-};
-
-struct fut_sim_host {
-    struct fut_sim_host *next; /* net->hosts, creation order */
-    struct fut__backend *net;  /* its network */
-    struct fut_runtime *rt;    /* fut_sim_host_new's (NULL: the default) */
-    int family;                /* AF_INET or AF_INET6 */
-    unsigned char addr[16];    /* its address (4 bytes for IPv4) */
-    int next_port;             /* the next ephemeral port */
-};
-
-/* A socket: a listener, or one end of a connection. */
-struct ep {
-    struct ep *next; /* net->eps, creation order */
-    struct fut__backend *net;
-    struct fut_sim_host *host; /* where it lives */
-    int fd;             /* placeholder, -1: none (not accepted, closed) */
-    struct fut__io *io; /* the registered handle, or NULL */
-    int listener;       /* listen() ran */
-    int state;          /* ST_* */
-    int port;           /* local port, 0: not bound yet */
-    struct fut_sim_host *rhost; /* the peer's host and port */
-    int rport;
-    struct ep *peer; /* the other end, once the SYN arrived */
-    int closed;      /* the user closed it (the fd is gone) */
-    int rd_eof;      /* the peer's FIN arrived */
-    int rd_shut;     /* shutdown(SHUT_RD) */
-    int wr_shut;     /* FIN sent */
-    int err;         /* errno to report once (SO_ERROR, next op) */
-    char *rx;        /* bytes arrived, not read: rx[rx_off, rx_len) */
-    size_t rx_off, rx_len, rx_cap;
-    size_t unacked;    /* bytes sent to the peer, not yet read by it */
-    struct queue inq;  /* segments toward this endpoint */
-    struct queue synq; /* this endpoint's SYN */
-    struct ep *aq_head, *aq_tail; /* listener: connections to accept */
-    struct ep *aq_next;           /* in its listener's queue */
-};
-
-/* A pair of hosts: a partition, or a link's latency. */
-struct pair {
-    struct pair *next;
-    struct fut_sim_host *a, *b;
-    int64_t min_ns, max_ns; /* latency (partitions: unused) */
-};
-
-/* The network (the backend's state). */
-struct fut__backend {
-    struct fut__iodrv *d;                /* its driver */
-    const struct fut__simnet_clock *clk; /* the driver's (simnet.h) */
-    struct ep *eps, *eps_tail;           /* every endpoint, in order */
-    struct fut_sim_host *hosts;          /* every host, in order */
-    struct fut_sim_host *deflt;          /* 127.0.0.1 */
-    struct pair *parts, *lats;           /* cut links; link latencies */
-    int64_t min_ns, max_ns;              /* the default latency */
-    struct fut__simrng rng; /* draws outside the simulation's polls */
-    uint32_t tick;          /* the readiness word's event tick */
-    struct fut__timer tm;   /* the delivery timer */
-    int armed;              /* 'tm' is armed ... */
-    int64_t armed_at;       /* ... for this time */
-};
 
 _Thread_local struct fut_sim_host *fut__simnet_current;
 
@@ -201,188 +116,7 @@ static void table_del(int fd)
     pthread_mutex_unlock(&table_lock);
 }
 
-/* ------------------------------------------------------------- helpers */
-
-static uint64_t draw_below(struct fut__backend *n, uint64_t k)
-{
-    struct fut__simrng *r = fut__tls_simrng ? fut__tls_simrng : &n->rng;
-    return fut__simrng_below(r, k);
-}
-
-static int64_t now_of(struct fut__backend *n)
-{
-    return n->clk->now(n->d) - n->d->origin;
-}
-
-static struct pair *find_pair(struct pair *l, struct fut_sim_host *a,
-                              struct fut_sim_host *b)
-{
-    for (; l; l = l->next)
-        if ((l->a == a && l->b == b) || (l->a == b && l->b == a))
-            return l;
-    return NULL;
-}
-
-static int cut_off(struct fut__backend *n, const struct seg *s)
-{
-    return s->src != s->dst && find_pair(n->parts, s->src, s->dst);
-}
-
-static int64_t delay(struct fut__backend *n, struct fut_sim_host *a,
-                     struct fut_sim_host *b)
-{
-    struct pair *p = find_pair(n->lats, a, b);
-    int64_t lo = p ? p->min_ns : n->min_ns, hi = p ? p->max_ns : n->max_ns;
-    int64_t d = lo + (int64_t)draw_below(n, (uint64_t)(hi - lo) + 1);
-    return d > 0 ? d : 1; /* after now: never due within this turn */
-}
-
-/* Reports 'bits' to the endpoint's handle, as an epoll event would. */
-static void notify(struct ep *e, unsigned bits)
-{
-    if (!e->io)
-        return;
-    if (++e->net->tick == 0)
-        e->net->tick = 1;
-    fut__io_dispatch(e->io, bits, e->net->tick);
-}
-
-/* ------------------------------------------------------------- timing */
-
-static void timer_wake(const void *data);
-static struct fut_waker timer_clone(const void *data);
-static void timer_nop(const void *data)
-{
-    (void)data;
-}
-static const struct fut_waker_vtable timer_vt = {timer_clone, timer_wake,
-                                                 timer_wake, timer_nop};
-static struct fut_waker timer_clone(const void *data)
-{
-    struct fut_waker w = {data, &timer_vt};
-    return w;
-}
-
-static void deliver(struct fut__backend *n);
-
-/* Arms the timer for 'at' unless it is armed for that already. */
-static void arm_at(struct fut__backend *n, int64_t at)
-{
-    if (n->armed && n->armed_at == at)
-        return;
-    if (n->armed)
-        n->clk->cancel(&n->tm);
-    struct fut_waker w = timer_clone(n);
-    n->armed = 1;
-    n->armed_at = at;
-    if (n->clk->arm(n->d, &n->tm, n->d->origin + at, &w)) {
-        n->armed = 0; /* due already: deliver now */
-        n->clk->cancel(&n->tm);
-        deliver(n);
-    }
-}
-
-/* The timer for the earliest head of a queue that is not cut off. */
-static void rearm(struct fut__backend *n)
-{
-    int64_t next = INT64_MAX;
-    for (struct ep *e = n->eps; e; e = e->next) {
-        struct seg *h[2] = {e->inq.head, e->synq.head};
-        for (int i = 0; i < 2; i++)
-            if (h[i] && h[i]->at < next && !cut_off(n, h[i]))
-                next = h[i]->at;
-    }
-    if (next != INT64_MAX) {
-        arm_at(n, next);
-    } else if (n->armed) {
-        n->clk->cancel(&n->tm);
-        n->armed = 0;
-    }
-}
-
-/* Sends a segment of 'kind' from 'from' (host 'src') to 'to'; for a SYN
- * ('to' NULL) to port 'dport' of 'dst'. A segment that cannot be
- * allocated is lost: the connection is then reset, like a peer out of
- * memory. */
-static void send_from(struct fut__backend *n, struct fut_sim_host *src,
-                      struct ep *from, int kind, struct ep *to,
-                      struct fut_sim_host *dst, int dport, const void *data,
-                      size_t len)
-{
-    struct seg *s = fut__alloc(sizeof *s + len);
-    if (!s)
-        return;
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
-    s->from = from;
-    s->to = to;
-    s->src = src;
-    s->dst = to ? to->host : dst;
-    s->dport = dport;
-    s->len = len;
-    if (len)
-        memcpy(s->data, data, len);
-    struct queue *q = to ? &to->inq : &from->synq;
-    s->at = now_of(n) + delay(n, s->src, s->dst);
-    if (q->tail && q->tail->at > s->at)
-        s->at = q->tail->at; /* a direction stays in order */
-    if (q->tail)
-        q->tail->next = s;
-    else
-        q->head = s;
-    q->tail = s;
-    if (!n->armed || s->at < n->armed_at)
-        arm_at(n, s->at);
-}
-
-static void send_seg(struct ep *from, int kind, struct ep *to,
-                     struct fut_sim_host *dst, int dport, const void *data,
-                     size_t len)
-{
-    send_from(from->net, from->host, from, kind, to, dst, dport, data, len);
-}
-
-static void send_rst(struct ep *from, struct ep *to)
-{
-    if (to && to->state != ST_DEAD)
-        send_seg(from, SEG_RST, to, NULL, 0, NULL, 0);
-}
-
-/* Aborts 'e' with error 'err' (0: none to report): its unread bytes go,
- * every operation ends. */
-static void kill_ep(struct ep *e, int err)
-{
-    e->state = ST_DEAD;
-    e->err = e->closed ? 0 : err;
-    e->rx_off = e->rx_len = 0;
-    notify(e, FUT__RD_ALL);
-}
-
-static struct ep *ep_new(struct fut__backend *n, struct fut_sim_host *h)
-{
-    struct ep *e = fut__alloc(sizeof *e);
-    if (!e)
-        return NULL;
-    memset(e, 0, sizeof *e);
-    e->net = n;
-    e->host = h;
-    e->fd = -1;
-    if (n->eps_tail)
-        n->eps_tail->next = e;
-    else
-        n->eps = e;
-    n->eps_tail = e;
-    return e;
-}
-
-static struct ep *find_listener(struct fut__backend *n,
-                                struct fut_sim_host *h, int port)
-{
-    for (struct ep *e = n->eps; e; e = e->next)
-        if (e->listener && !e->closed && e->host == h && e->port == port)
-            return e;
-    return NULL;
-}
+/* ------------------------------------------------------- the socket calls */
 
 static int ephemeral(struct fut__backend *n, struct fut_sim_host *h)
 {
@@ -391,130 +125,9 @@ static int ephemeral(struct fut__backend *n, struct fut_sim_host *h)
         p = h->next_port++;
         if (h->next_port > 65535)
             h->next_port = FIRST_PORT;
-    } while (find_listener(n, h, p));
+    } while (fut__sn_listener(n, h, p));
     return p;
 }
-
-/* ---------------------------------------------------------- delivery */
-
-static int rx_append(struct ep *e, const char *p, size_t len)
-{
-    if (e->rx_off && e->rx_off == e->rx_len)
-        e->rx_off = e->rx_len = 0;
-    if (e->rx_len + len > e->rx_cap) {
-        size_t have = e->rx_len - e->rx_off;
-        size_t cap = e->rx_cap ? e->rx_cap : 4096;
-        while (cap < have + len)
-            cap *= 2;
-        char *b = fut__alloc(cap);
-        if (!b)
-            return FUT_ENOMEM;
-        if (have)
-            memcpy(b, e->rx + e->rx_off, have);
-        fut__free(e->rx, e->rx_cap);
-        e->rx = b;
-        e->rx_cap = cap;
-        e->rx_off = 0;
-        e->rx_len = have;
-    }
-    memcpy(e->rx + e->rx_len, p, len);
-    e->rx_len += len;
-    return 0;
-}
-
-static void apply_syn(struct fut__backend *n, struct seg *s)
-{
-    struct ep *c = s->from;
-    struct ep *l = find_listener(n, s->dst, s->dport);
-    struct ep *a = l ? ep_new(n, s->dst) : NULL;
-    if (!a) { /* nobody listens: refused */
-        if (c->state != ST_DEAD)
-            send_from(n, s->dst, NULL, SEG_RST, c, NULL, 0, NULL, 0);
-        return;
-    }
-    a->state = ST_OPEN;
-    a->port = s->dport;
-    a->rhost = c->host;
-    a->rport = c->port;
-    a->peer = c;
-    c->peer = a;
-    if (l->aq_tail)
-        l->aq_tail->aq_next = a;
-    else
-        l->aq_head = a;
-    l->aq_tail = a;
-    notify(l, FUT__RD_READ);
-    send_seg(a, SEG_SYNACK, c, NULL, 0, NULL, 0);
-}
-
-static void apply(struct fut__backend *n, struct seg *s)
-{
-    struct ep *e = s->to;
-    switch (s->kind) {
-    case SEG_SYN:
-        apply_syn(n, s);
-        break;
-    case SEG_SYNACK:
-        if (e->closed || e->state != ST_CONNECTING) {
-            send_rst(e, s->from);
-            break;
-        }
-        e->state = ST_OPEN;
-        notify(e, FUT__RD_WRITE);
-        break;
-    case SEG_DATA:
-        if (e->state == ST_DEAD)
-            break;
-        if (e->closed || e->rd_shut || rx_append(e, s->data, s->len) < 0) {
-            send_rst(e, s->from); /* nobody will read it */
-            kill_ep(e, ECONNRESET);
-            break;
-        }
-        notify(e, FUT__RD_READ);
-        break;
-    case SEG_FIN:
-        if (e->state == ST_DEAD)
-            break;
-        e->rd_eof = 1;
-        notify(e, FUT__RD_READ | FUT__RD_RCLOSED);
-        break;
-    case SEG_RST:
-        if (e->state != ST_DEAD)
-            kill_ep(e, e->state == ST_CONNECTING ? ECONNREFUSED : ECONNRESET);
-        break;
-    }
-}
-
-/* Applies every due segment that is not cut off, endpoint by endpoint in
- * creation order (see the rules); then arms the timer for the next. */
-static void deliver(struct fut__backend *n)
-{
-    int64_t now = now_of(n);
-    for (struct ep *e = n->eps; e; e = e->next) {
-        struct queue *qs[2] = {&e->synq, &e->inq};
-        for (int i = 0; i < 2; i++) {
-            struct queue *q = qs[i];
-            struct seg *s;
-            while ((s = q->head) && s->at <= now && !cut_off(n, s)) {
-                q->head = s->next;
-                if (!q->head)
-                    q->tail = NULL;
-                apply(n, s);
-                fut__free(s, sizeof *s + s->len);
-            }
-        }
-    }
-    rearm(n);
-}
-
-static void timer_wake(const void *data)
-{
-    struct fut__backend *n = (struct fut__backend *)data;
-    n->armed = 0;
-    deliver(n);
-}
-
-/* ------------------------------------------------------- the socket calls */
 
 static void fill_addr(const struct fut_sim_host *h, int port, void *out,
                       socklen_t *lenp)
@@ -585,7 +198,9 @@ static long do_socket(struct fut__backend *n)
     struct fut_sim_host *h = fut__simnet_current;
     if (!h || h->net != n)
         h = n->deflt;
-    struct ep *e = ep_new(n, h);
+    if (h->down)
+        return -ENETDOWN; /* a poll of a crashed host's task ends it */
+    struct ep *e = fut__sn_ep_new(n, h);
     if (!e)
         return FUT_ENOMEM;
     int fd = fut__sys_eventfd();
@@ -606,6 +221,8 @@ static long do_bind(struct ep *e, const void *sa, socklen_t len)
     unsigned char ip[16];
     if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
         return FUT_EINVAL;
+    if (e->crashed)
+        return -ENETDOWN;
     if (e->port || e->state != ST_NEW)
         return FUT_EINVAL;
     struct fut_sim_host *h = e->host;
@@ -614,17 +231,22 @@ static long do_bind(struct ep *e, const void *sa, socklen_t len)
         if (!h)
             return -EADDRNOTAVAIL;
     }
-    if (port && find_listener(e->net, h, port))
+    if (port && fut__sn_listener(e->net, h, port))
         return -EADDRINUSE;
     e->host = h; /* a bind to a host's address puts it there */
     e->port = port ? port : ephemeral(e->net, h);
     return 0;
 }
 
-static long do_listen(struct ep *e)
+/* The accept queue holds at most backlog + 1 connections (Linux's rule);
+ * backlog is bounded by MAX_BACKLOG, a negative one means that bound. */
+static long do_listen(struct ep *e, int backlog)
 {
+    if (e->crashed)
+        return -ENETDOWN;
     if (e->state != ST_NEW)
         return FUT_EINVAL;
+    e->backlog = backlog < 0 || backlog > MAX_BACKLOG ? MAX_BACKLOG : backlog;
     if (!e->port)
         e->port = ephemeral(e->net, e->host);
     e->listener = 1;
@@ -639,6 +261,8 @@ static long do_connect(struct ep *e, const void *sa, socklen_t len)
         return FUT_EINVAL;
     if (e->listener)
         return FUT_EINVAL;
+    if (e->crashed)
+        return -ENETDOWN;
     if (e->state == ST_CONNECTING)
         return -EALREADY;
     if (e->state != ST_NEW)
@@ -651,7 +275,7 @@ static long do_connect(struct ep *e, const void *sa, socklen_t len)
     e->rhost = h;
     e->rport = port;
     e->state = ST_CONNECTING;
-    send_seg(e, SEG_SYN, NULL, h, port, NULL, 0);
+    fut__sn_send(e, SEG_SYN, NULL, h, port, NULL, 0);
     return -EINPROGRESS;
 }
 
@@ -661,11 +285,11 @@ static long do_shutdown(struct ep *e, int how)
         return -ENOTCONN;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !e->wr_shut) {
         e->wr_shut = 1;
-        send_seg(e, SEG_FIN, e->peer, NULL, 0, NULL, 0);
+        fut__sn_send(e, SEG_FIN, e->peer, NULL, 0, NULL, 0);
     }
     if (how == SHUT_RD || how == SHUT_RDWR) {
         e->rd_shut = 1;
-        notify(e, FUT__RD_READ | FUT__RD_RCLOSED);
+        fut__sn_notify(e, FUT__RD_READ | FUT__RD_RCLOSED);
     }
     return 0;
 }
@@ -678,20 +302,21 @@ static void ep_close(struct ep *e)
         while ((a = e->aq_head)) {
             e->aq_head = a->aq_next;
             a->closed = 1;
-            send_rst(a, a->peer);
+            fut__sn_rst(a, a->peer);
             a->state = ST_DEAD;
         }
         e->aq_tail = NULL;
+        e->aq_len = 0;
         return;
     }
     if (e->state != ST_OPEN)
         return; /* connecting: the SYN-ACK is answered with RST */
     if (e->rx_len > e->rx_off) { /* unread bytes: abort (as Linux) */
-        send_rst(e, e->peer);
+        fut__sn_rst(e, e->peer);
         e->state = ST_DEAD;
     } else if (!e->wr_shut) {
         e->wr_shut = 1;
-        send_seg(e, SEG_FIN, e->peer, NULL, 0, NULL, 0);
+        fut__sn_send(e, SEG_FIN, e->peer, NULL, 0, NULL, 0);
     }
 }
 
@@ -748,7 +373,7 @@ static int net_hook(struct fut__sys_netcall *c, long *res)
         *res = do_bind(e, c->in, c->len);
         return 1;
     case FUT__SYS_LISTEN:
-        *res = do_listen(e);
+        *res = do_listen(e, c->a);
         return 1;
     case FUT__SYS_CONNECT:
         *res = do_connect(e, c->in, c->len);
@@ -781,8 +406,8 @@ static int net_hook(struct fut__sys_netcall *c, long *res)
 /* A length cut at random to [1, len] (a partial transfer), 1 in 4. */
 static size_t cut_len(struct fut__backend *n, size_t len)
 {
-    if (len > 1 && draw_below(n, 4) == 0)
-        return 1 + (size_t)draw_below(n, len - 1);
+    if (len > 1 && fut__sn_draw(n, 4) == 0)
+        return 1 + (size_t)fut__sn_draw(n, len - 1);
     return len;
 }
 
@@ -804,7 +429,7 @@ static long sim_read(struct ep *e, void *buf, size_t len, int peek)
         e->rx_off += n;
         if (e->peer) { /* room in the peer's window */
             e->peer->unacked -= n;
-            notify(e->peer, FUT__RD_WRITE);
+            fut__sn_notify(e->peer, FUT__RD_WRITE);
         }
         return (long)n;
     }
@@ -851,7 +476,7 @@ static long sim_write(struct ep *e, const struct fut__op *op)
         memcpy(buf + off, iov[i].iov_base, k);
         off += k;
     }
-    send_seg(e, SEG_DATA, e->peer, NULL, 0, buf, n);
+    fut__sn_send(e, SEG_DATA, e->peer, NULL, 0, buf, n);
     fut__free(buf, n);
     e->unacked += n;
     return (long)n;
@@ -859,8 +484,8 @@ static long sim_write(struct ep *e, const struct fut__op *op)
 
 static long sim_accept(struct ep *l, const struct fut__op *op)
 {
-    if (!l->listener)
-        return FUT_EINVAL;
+    if (!l->listener || l->crashed)
+        return FUT_EINVAL; /* not listening (its host crashed) */
     struct ep *a = l->aq_head;
     if (!a)
         return -EAGAIN;
@@ -873,6 +498,7 @@ static long sim_accept(struct ep *l, const struct fut__op *op)
         return r;
     }
     l->aq_head = a->aq_next;
+    l->aq_len--;
     if (!l->aq_head)
         l->aq_tail = NULL;
     a->aq_next = NULL;
@@ -895,6 +521,28 @@ static struct ep *ep_of(struct fut__backend *b, struct fut__io *io)
     return e;
 }
 
+/* The seeded socket faults (fut_sim_set_faults) on a read or a write of
+ * an open connection: 0 (none), or what the call returns instead. A
+ * reset is fut_sim_reset's, reported by this call; a spurious EAGAIN
+ * is followed by readiness reported again after the host's own delay
+ * (SEG_POKE), as a later epoll edge: the reactor clears readiness on
+ * EAGAIN, so without that edge the operation would wait for ever. */
+static long sock_fault(struct ep *e)
+{
+    if (e->listener || e->state != ST_OPEN)
+        return 0;
+    if (fut__simfault_hit(FUT__SIMFAULT_RESET)) {
+        fut__sn_rst(e, e->peer);
+        fut__sn_kill(e, 0);
+        return -ECONNRESET;
+    }
+    if (fut__simfault_hit(FUT__SIMFAULT_EAGAIN)) {
+        fut__sn_poke(e);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
 /* fut__io_do_with's call: the operation on the endpoint. */
 static long sim_call(struct fut__io *io, const struct fut__op *op)
 {
@@ -905,6 +553,9 @@ static long sim_call(struct fut__io *io, const struct fut__op *op)
     fut__sys_shortened = 1;
     if (!e)
         return FUT_EINVAL;
+    long fault = op->kind == FUT__OP_ACCEPT ? 0 : sock_fault(e);
+    if (fault)
+        return fault;
     switch (op->kind) {
     case FUT__OP_READ:
     case FUT__OP_RECV:
@@ -945,16 +596,6 @@ static int sim_create(struct fut__backend **out, int wakefd)
     return 0;
 }
 
-static void free_queue(struct queue *q)
-{
-    struct seg *s = q->head;
-    while (s) {
-        struct seg *next = s->next;
-        fut__free(s, sizeof *s + s->len);
-        s = next;
-    }
-}
-
 static void free_pairs(struct pair *p)
 {
     while (p) {
@@ -972,8 +613,8 @@ static void sim_destroy(struct fut__backend *n)
         struct ep *next = e->next;
         if (e->fd >= 0) /* a handle outlives us: its close is the kernel's */
             table_del(e->fd);
-        free_queue(&e->inq);
-        free_queue(&e->synq);
+        fut__sn_drop_queue(&e->inq);
+        fut__sn_drop_queue(&e->synq);
         fut__free(e->rx, e->rx_cap);
         fut__free(e, sizeof *e);
         e = next;
@@ -1098,79 +739,6 @@ int fut__simnet_host_new(struct fut__backend *b, struct fut_runtime *rt,
     return 0;
 }
 
-int fut__simnet_partition(struct fut_sim_host *a, struct fut_sim_host *b,
-                          int on)
-{
-    struct fut__backend *n = a->net;
-    struct pair **pp = &n->parts;
-    while (*pp && !((*pp)->a == a && (*pp)->b == b) &&
-           !((*pp)->a == b && (*pp)->b == a))
-        pp = &(*pp)->next;
-    if (on) {
-        if (*pp || a == b)
-            return 0;
-        struct pair *p = fut__alloc(sizeof *p);
-        if (!p)
-            return FUT_ENOMEM;
-        memset(p, 0, sizeof *p);
-        p->a = a;
-        p->b = b;
-        *pp = p;
-        return 0;
-    }
-    if (!*pp)
-        return 0;
-    struct pair *p = *pp;
-    *pp = p->next;
-    fut__free(p, sizeof *p);
-    /* Stalled directions go again, retransmitted from now on. */
-    int64_t now = now_of(n);
-    for (struct ep *e = n->eps; e; e = e->next) {
-        struct queue *qs[2] = {&e->synq, &e->inq};
-        for (int i = 0; i < 2; i++) {
-            struct seg *s = qs[i]->head;
-            if (!s || s->at > now || cut_off(n, s))
-                continue;
-            int64_t last = 0;
-            for (; s; s = s->next) {
-                int64_t at = now + delay(n, s->src, s->dst);
-                if (at < last)
-                    at = last;
-                if (at > s->at)
-                    s->at = at;
-                last = s->at;
-            }
-        }
-    }
-    rearm(n);
-    return 0;
-}
-
-int fut__simnet_latency(struct fut__backend *b, struct fut_sim_host *x,
-                        struct fut_sim_host *y, int64_t min_ns,
-                        int64_t max_ns)
-{
-    if (!x || !y) {
-        b->min_ns = min_ns;
-        b->max_ns = max_ns;
-        return 0;
-    }
-    struct pair *p = find_pair(b->lats, x, y);
-    if (!p) {
-        p = fut__alloc(sizeof *p);
-        if (!p)
-            return FUT_ENOMEM;
-        memset(p, 0, sizeof *p);
-        p->a = x;
-        p->b = y;
-        p->next = b->lats;
-        b->lats = p;
-    }
-    p->min_ns = min_ns;
-    p->max_ns = max_ns;
-    return 0;
-}
-
 int fut__simnet_reset(struct fut__io *io)
 {
     struct fut__iodrv *d = fut__iodrv_current();
@@ -1178,7 +746,7 @@ int fut__simnet_reset(struct fut__io *io)
     if (!e || e->listener || e->state != ST_OPEN ||
         (d && d->bvt == &fut__backend_sim && e->net != d->be))
         return FUT_EINVAL;
-    send_rst(e, e->peer);
-    kill_ep(e, ECONNRESET);
+    fut__sn_rst(e, e->peer);
+    fut__sn_kill(e, ECONNRESET);
     return 0;
 }

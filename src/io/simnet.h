@@ -49,6 +49,16 @@ int fut__simnet_latency(struct fut__backend *b, struct fut_sim_host *x,
 /* fut_sim_reset: resets the connection of simulated socket 'io'. 0, or
  * FUT_EINVAL (not a simulated connected socket). */
 int fut__simnet_reset(struct fut__io *io);
+/* fut_sim_crash: host 'h''s sockets die (connections reset at their
+ * peers, listeners gone) and it is down - segments toward it wait -
+ * until fut__simnet_restart. 0, or FUT_EINVAL (down already). Its tasks
+ * are the caller's (sim_net.c). */
+int fut__simnet_crash(struct fut_sim_host *h);
+/* fut_sim_restart: host 'h' is up again, with no sockets; what waited
+ * for it goes. 0, or FUT_EINVAL (it is not down). */
+int fut__simnet_restart(struct fut_sim_host *h);
+/* 1 when host 'h' is down (crashed, not restarted). */
+int fut__simnet_down(struct fut_sim_host *h);
 /* The network of host 'h', and the runtime it was made for. */
 struct fut__backend *fut__simnet_of(struct fut_sim_host *h);
 struct fut_runtime *fut__simnet_rt(struct fut_sim_host *h);

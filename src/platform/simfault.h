@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The simulation's seeded faults (src/platform/simfault.c): while a
  * simulation runtime whose faults are on runs on this thread (inside its
- * fut_block_on), the allocator hook (alloc.c) and the syscall shim
- * (sys.c) ask here whether this call fails. Every answer comes from the
+ * fut_block_on), the allocator hook (alloc.c), the syscall shim (sys.c)
+ * and the simulated network (io/backend_sim.c) ask here whether this
+ * call fails. Every answer comes from the
  * fault generator, seeded from the simulation's seed, so one seed gives
  * the same failures at the same calls. One thread: the simulation's. */
 #ifndef FUT_PLATFORM_SIMFAULT_H
@@ -15,10 +16,13 @@
 
 /* The kinds (the same bits as fut/sim.h's FUT_SIM_FAULT_*). */
 enum {
-    FUT__SIMFAULT_ALLOC = 1u, /* fut__alloc returns NULL */
-    FUT__SIMFAULT_EINTR = 2u, /* a read/write/pread/pwrite gives -EINTR */
-    FUT__SIMFAULT_FS = 4u,    /* a file call gives an error */
-    FUT__SIMFAULT_ALL = 7u
+    FUT__SIMFAULT_ALLOC = 1u,  /* fut__alloc returns NULL */
+    FUT__SIMFAULT_EINTR = 2u,  /* a read/write/pread/pwrite gives -EINTR */
+    FUT__SIMFAULT_FS = 4u,     /* a file call gives an error */
+    FUT__SIMFAULT_EAGAIN = 8u, /* a simulated socket read/write: EAGAIN */
+    FUT__SIMFAULT_RESET = 16u, /* a simulated connection is reset */
+    FUT__SIMFAULT_ALL = 31u,
+    FUT__SIMFAULT_KINDS = 5 /* bits in ALL */
 };
 
 struct fut__simfault {
@@ -26,7 +30,7 @@ struct fut__simfault {
     uint32_t ppm;           /* chance per call, in parts per million */
     int hold;               /* > 0: nothing fails (the runtime's own work) */
     struct fut__simrng rng; /* the fault generator */
-    uint64_t injected[3];   /* per kind (bit index) */
+    uint64_t injected[FUT__SIMFAULT_KINDS]; /* per kind (bit index) */
 };
 
 /* The faults of the simulation running on this thread, or NULL. Set and

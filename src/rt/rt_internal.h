@@ -233,6 +233,10 @@ enum fut__run_result fut__task_poll(struct fut_task *t, int *budget);
 /* Drops the future of a task the caller owns (it holds RUNNING: popped it
  * from a queue) and completes it as cancelled. */
 void fut__task_cancel(struct fut_task *t);
+/* fut_join_abort's abort of task 't', without a handle (fut_sim_crash):
+ * dropped at once when idle and this thread runs its scheduler, else
+ * queued to be dropped, or dropped after its running poll. */
+void fut__task_abort(struct fut_task *t);
 /* Shutdown of a task that may be owned elsewhere: when it is idle, takes
  * it, drops it and returns 1; otherwise marks it CANCELLED (its owner -
  * a queue, a poll, an abort in progress - drops it) and returns 0. */

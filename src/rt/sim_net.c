@@ -8,6 +8,7 @@
 #include "fut/sim.h"
 #include "io/io_internal.h"
 #include "io/simnet.h"
+#include "rt/rt_internal.h"
 
 /* The network of simulation runtime 'rt', or NULL. */
 static struct fut__backend *net_of(struct fut_runtime *rt)
@@ -40,6 +41,7 @@ int fut_sim_host_new(struct fut_runtime *rt, const char *addr,
 struct on_host {
     struct fut_future base;
     struct fut_sim_host *host;
+    int aborted; /* fut_sim_crash aborted it (its drop may come later) */
 };
 #define INNER_OFF ((sizeof(struct on_host) + 15) & ~(size_t)15)
 
@@ -79,6 +81,8 @@ int fut_sim_spawn_on_at(struct fut_sim_host *host, const struct fut_future *f,
         memset(join, 0, sizeof *join);
     if (!host)
         return FUT_EINVAL;
+    if (fut__simnet_down(host))
+        return FUT_ESHUTDOWN; /* crashed: nothing runs there */
     size_t total = INNER_OFF + size;
     char *tmp = fut__alloc(total);
     if (!tmp)
@@ -132,4 +136,60 @@ int fut_sim_reset(struct fut_io *io)
 {
     FUT_ARG_CHECK(io, "'io' is NULL");
     return fut__simnet_reset(io->core);
+}
+
+/* ------------------------------------------------------- crash, restart */
+
+/* The crash's walk over the live tasks: the first task of host 'host'
+ * (an on_host wrapper) not aborted yet. */
+struct crash_walk {
+    struct fut_sim_host *host;
+    struct fut_task *found;
+};
+
+static void crash_each(void *ud, struct fut_task *t, int deep)
+{
+    struct crash_walk *w = ud;
+    (void)deep;
+    struct fut_future *f = fut__task_future(t);
+    if (w->found || f->vt != &on_host_vt)
+        return;
+    struct on_host *o = (struct on_host *)f;
+    if (o->host == w->host && !o->aborted)
+        w->found = t;
+}
+
+int fut_sim_crash(struct fut_sim_host *host)
+{
+    if (!host)
+        return FUT_EINVAL;
+    struct fut_runtime *rt = fut__simnet_rt(host);
+    /* The live list is the runtime thread's, inside its block_on. */
+    if (!rt || fut__tls_sched != rt->sched)
+        return FUT_EINVAL;
+    int r = fut__simnet_crash(host); /* the sockets first: the drops
+                                        below find them dead */
+    if (r)
+        return r;
+    /* One task at a time, walking again after each abort: an abort may
+     * drop the task at once (and its drop end or wake others), so the
+     * list may change under a walk. A task aborted while it runs or is
+     * queued stays listed until its owner drops it: 'aborted' skips it.
+     * Linear in the live tasks per task of the host. */
+    for (;;) {
+        struct crash_walk w = {host, NULL};
+        rt->sched->vt->each_task(rt->sched, crash_each, &w);
+        if (!w.found)
+            break;
+        ((struct on_host *)fut__task_future(w.found))->aborted = 1;
+        fut__task_abort(w.found);
+    }
+    return 0;
+}
+
+int fut_sim_restart(struct fut_sim_host *host)
+{
+    if (!host)
+        return FUT_EINVAL;
+    return fut__simnet_restart(host);
 }

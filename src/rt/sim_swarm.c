@@ -33,7 +33,8 @@ int fut_sim_set_faults(struct fut_runtime *rt, unsigned kinds, uint32_t ppm)
     FUT_RT_LIVE(rt);
     struct fut__sim *s = sim_of(rt);
     if (!s || (kinds & ~FUT_SIM_FAULT_ALL) || ppm > 1000000 ||
-        (ppm == 1000000 && (kinds & FUT_SIM_FAULT_EINTR)))
+        (ppm == 1000000 &&
+         (kinds & (FUT_SIM_FAULT_EINTR | FUT_SIM_FAULT_EAGAIN))))
         return FUT_EINVAL;
     s->fault.kinds = kinds;
     s->fault.ppm = ppm;
@@ -53,7 +54,7 @@ uint64_t fut_sim_faults_injected(struct fut_runtime *rt, unsigned kinds)
     if (!s)
         return 0;
     uint64_t n = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < FUT__SIMFAULT_KINDS; i++)
         if (kinds & (1u << i))
             n += s->fault.injected[i];
     return n;
@@ -110,13 +111,14 @@ static int swarm_fn(struct fut_runtime *rt, void *ud)
     return r == 0 && w->invariant_step ? FUT_ECANCELED : r;
 }
 
-/* "alloc+eintr+fs", or "none", into 'buf'. */
+/* "alloc+eintr+fs+eagain+reset", or "none", into 'buf'. */
 static const char *fault_names(unsigned kinds, char *buf, size_t len)
 {
-    static const char *const names[] = {"alloc", "eintr", "fs"};
+    static const char *const names[FUT__SIMFAULT_KINDS] = {
+        "alloc", "eintr", "fs", "eagain", "reset"};
     size_t n = 0;
     buf[0] = '\0';
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < FUT__SIMFAULT_KINDS; i++)
         if (kinds & (1u << i))
             n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s",
                                   n ? "+" : "", names[i]);
@@ -154,7 +156,7 @@ static void print_cmdline(FILE *out)
 static void print_replay(const struct fut_sim_swarm *sw,
                          const struct fut_sim_swarm_result *res, uint32_t ppm)
 {
-    char names[32];
+    char names[48];
     fprintf(stderr,
             "fut-sim: swarm: seed=%" PRIu64 " failed (%d) after %" PRIu64
             " steps commit=%s faults=%s ppm=%" PRIu32 " injected=%" PRIu64,

@@ -524,6 +524,11 @@ static void task_abort(struct fut_task *t)
         t->sched->vt->schedule(t->sched, t);
 }
 
+void fut__task_abort(struct fut_task *t)
+{
+    task_abort(t);
+}
+
 /* Gives up the join handle's interest and reference. */
 static void join_release(struct fut_task *t)
 {

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* The simulated network's state, shared by its two halves: the socket
+ * calls and operations (backend_sim.c: the backend's table, the fd table,
+ * the syscall hook) and the wire (simnet_wire.c: segments in flight,
+ * their queues, the delivery timer, links, partitions, crashed hosts).
+ * Rules: backend_sim.c's opening comment. One thread: the simulation's. */
+#ifndef FUT_IO_SIMNET_INTERNAL_H
+#define FUT_IO_SIMNET_INTERNAL_H
+
+#include "io/io_internal.h"
+#include "io/simnet.h"
+#include "platform/simrng.h"
+
+#define SNDBUF (64 * 1024)
+#define FIRST_PORT 49152
+#define DEFAULT_MIN_NS 1000000
+#define DEFAULT_MAX_NS 3000000
+#define MAX_BACKLOG 4096 /* Linux's default net.core.somaxconn */
+
+/* SEG_POKE: an endpoint's own note to itself, reporting readiness again
+ * after a seeded spurious EAGAIN (FUT_SIM_FAULT_EAGAIN). */
+enum { SEG_SYN, SEG_SYNACK, SEG_DATA, SEG_FIN, SEG_RST, SEG_POKE };
+enum { ST_NEW, ST_CONNECTING, ST_OPEN, ST_DEAD };
+
+struct ep;
+
+/* A segment in flight. */
+struct seg {
+    struct seg *next;     /* the next of its direction's queue */
+    int64_t at;           /* virtual delivery time (ns since the start) */
+    int kind;             /* SEG_* */
+    struct ep *from, *to; /* SYN: 'to' NULL, 'dst'/'dport' name it;
+                             a refusal's RST: 'from' NULL */
+    struct fut_sim_host *src, *dst; /* the link (partitions, latency) */
+    int dport;                      /* SYN: the port connected to */
+    size_t len;                     /* DATA: bytes in 'data' */
+    char data[];
+};
+
+/* One direction's segments, in delivery order. */
+struct queue {
+    struct seg *head, *tail;
+};
+
+struct fut_sim_host {
+    struct fut_sim_host *next; /* net->hosts, creation order */
+    struct fut__backend *net;  /* its network */
+    struct fut_runtime *rt;    /* fut_sim_host_new's (NULL: the default) */
+    int family;                /* AF_INET or AF_INET6 */
+    unsigned char addr[16];    /* its address (4 bytes for IPv4) */
+    int next_port;             /* the next ephemeral port */
+    int down;                  /* crashed, not restarted yet */
+};
+
+/* A socket: a listener, or one end of a connection. */
+struct ep {
+    struct ep *next; /* net->eps, creation order */
+    struct fut__backend *net;
+    struct fut_sim_host *host; /* where it lives */
+    int fd;             /* placeholder, -1: none (not accepted, closed) */
+    struct fut__io *io; /* the registered handle, or NULL */
+    int listener;       /* listen() ran */
+    int state;          /* ST_* */
+    int port;           /* local port, 0: not bound yet */
+    struct fut_sim_host *rhost; /* the peer's host and port */
+    int rport;
+    struct ep *peer; /* the other end, once the SYN arrived */
+    int closed;      /* the user closed it (the fd is gone) */
+    int rd_eof;      /* the peer's FIN arrived */
+    int rd_shut;     /* shutdown(SHUT_RD) */
+    int wr_shut;     /* FIN sent */
+    int err;         /* errno to report once (SO_ERROR, next op) */
+    char *rx;        /* bytes arrived, not read: rx[rx_off, rx_len) */
+    size_t rx_off, rx_len, rx_cap;
+    size_t unacked;    /* bytes sent to the peer, not yet read by it */
+    struct queue inq;  /* segments toward this endpoint */
+    struct queue synq; /* this endpoint's SYN */
+    struct ep *aq_head, *aq_tail; /* listener: connections to accept */
+    struct ep *aq_next;           /* in its listener's queue */
+    int aq_len;                   /* listener: connections in its queue */
+    int backlog;                  /* listener: more than this many
+                                     waiting refuses a connect */
+    int crashed;                  /* its host crashed (listener: gone) */
+};
+
+/* A pair of hosts: a partition, or a link's latency. */
+struct pair {
+    struct pair *next;
+    struct fut_sim_host *a, *b;
+    int64_t min_ns, max_ns; /* latency (partitions: unused) */
+};
+
+/* The network (the backend's state). */
+struct fut__backend {
+    struct fut__iodrv *d;                /* its driver */
+    const struct fut__simnet_clock *clk; /* the driver's (simnet.h) */
+    struct ep *eps, *eps_tail;           /* every endpoint, in order */
+    struct fut_sim_host *hosts;          /* every host, in order */
+    struct fut_sim_host *deflt;          /* 127.0.0.1 */
+    struct pair *parts, *lats;           /* cut links; link latencies */
+    int64_t min_ns, max_ns;              /* the default latency */
+    struct fut__simrng rng; /* draws outside the simulation's polls */
+    uint32_t tick;          /* the readiness word's event tick */
+    struct fut__timer tm;   /* the delivery timer */
+    int armed;              /* 'tm' is armed ... */
+    int64_t armed_at;       /* ... for this time */
+};
+
+/* ------------------------------------------------ the wire (simnet_wire.c) */
+
+/* A draw below 'k' from the seed (the polling task's generator, or the
+ * network's own outside the simulation's polls). */
+uint64_t fut__sn_draw(struct fut__backend *n, uint64_t k);
+/* Reports 'bits' to the endpoint's handle, as an epoll event would. */
+void fut__sn_notify(struct ep *e, unsigned bits);
+/* Sends a segment of 'kind' from 'from' to 'to'; a SYN ('to' NULL) goes
+ * to port 'dport' of 'dst'. */
+void fut__sn_send(struct ep *from, int kind, struct ep *to,
+                  struct fut_sim_host *dst, int dport, const void *data,
+                  size_t len);
+/* Sends a reset from 'from' to 'to' (nothing when 'to' is NULL or dead). */
+void fut__sn_rst(struct ep *from, struct ep *to);
+/* Aborts 'e' with error 'err' (0: none to report): its unread bytes go,
+ * every operation ends. */
+void fut__sn_kill(struct ep *e, int err);
+/* A new endpoint on host 'h', last in creation order; NULL: no memory. */
+struct ep *fut__sn_ep_new(struct fut__backend *n, struct fut_sim_host *h);
+/* The open listener on port 'port' of host 'h', or NULL. */
+struct ep *fut__sn_listener(struct fut__backend *n, struct fut_sim_host *h,
+                            int port);
+
+/* Frees every segment of 'q' and empties it. */
+void fut__sn_drop_queue(struct queue *q);
+/* Sends 'e' a SEG_POKE after the delay of its host's own link. */
+void fut__sn_poke(struct ep *e);
+
+#endif /* FUT_IO_SIMNET_INTERNAL_H */
