@@ -13,6 +13,11 @@
  *
  *   echo_min PORT        current-thread runtime, 127.0.0.1; PORT 0 picks
  *                        one ("listening on 127.0.0.1:N" on stderr)
+ *   echo_min PORT N      the multi-thread runtime with N workers
+ *
+ * On io_uring it prints at exit, on stderr, the ops its rings issued on
+ * their own ring and those posted to another worker's ("foreign": issue
+ * 31's locality figure).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 
 #include "fut.h"
+#include "io/backend.h"
 
 #define BUF_BYTES 4096
 
@@ -88,11 +94,19 @@ FUT_ASYNC_VTABLE(acceptor_vt, "echo_min_acceptor", acceptor_poll, NULL);
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: echo_min PORT\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: echo_min PORT [WORKERS]\n");
         return 2;
     }
     char *end;
+    long workers = 0;
+    if (argc == 3) {
+        workers = strtol(argv[2], &end, 10);
+        if (*argv[2] == 0 || *end || workers < 1 || workers > 256) {
+            fprintf(stderr, "echo_min: bad worker count '%s'\n", argv[2]);
+            return 2;
+        }
+    }
     long port = strtol(argv[1], &end, 10);
     if (*argv[1] == 0 || *end || port < 0 || port > 65535) {
         fprintf(stderr, "echo_min: bad port '%s'\n", argv[1]);
@@ -110,8 +124,14 @@ int main(int argc, char **argv)
     if (r == 0)
         r = fut_io_local_addr(listener, &ss, &len);
     struct fut_runtime *rt = NULL;
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    if (workers > 0) {
+        cfg.flavor = FUT_RT_MULTI_THREAD;
+        cfg.workers = (int)workers;
+    }
     if (r == 0)
-        r = fut_runtime_new(NULL, &rt);
+        r = fut_runtime_new(&cfg, &rt);
     struct acceptor a;
     fut_future_init(&a.base, &acceptor_vt);
     a.listener = listener;
@@ -128,7 +148,20 @@ int main(int argc, char **argv)
     fut_signal_recv_init(&rx, sig);
     fut_block_on(rt, &rx.base);
     fut_drop(&rx.base);
+    struct fut_rt_stats st;
+    fut_runtime_stats(rt, &st);
+    fprintf(stderr, "echo_min: polls %lu steals %lu stolen %lu\n",
+            (unsigned long)st.polls, (unsigned long)st.steals,
+            (unsigned long)st.stolen);
     fut_runtime_free(rt); /* drops the acceptor and the connections */
+#ifdef FUT_HAVE_URING
+    uintptr_t loc = fut__load(&fut__uring_ops_local, FUT__RELAXED);
+    uintptr_t fgn = fut__load(&fut__uring_ops_foreign, FUT__RELAXED);
+    if (loc + fgn)
+        fprintf(stderr, "echo_min: io_uring ops %lu, foreign %lu (%.1f%%)\n",
+                (unsigned long)(loc + fgn), (unsigned long)fgn,
+                100.0 * (double)fgn / (double)(loc + fgn));
+#endif
     fut_io_close(listener);
     fut_io_close(sig);
     return 0;

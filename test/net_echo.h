@@ -101,6 +101,18 @@ static inline void echo_server_init(struct echo_server *s,
     s->st = st;
 }
 
+/* Listens on a free loopback port ('*l', '*port') and spawns an echo
+ * server on it into 'rt' (joined through 'js'), counting into 'st'. */
+static inline void echo_serve(struct fut_runtime *rt, struct echo_server *srv,
+                              struct echo_stats *st, struct fut_join *js,
+                              struct fut_io **l, int *port)
+{
+    *l = listen_any(port);
+    memset(st, 0, sizeof *st);
+    echo_server_init(srv, *l, st);
+    ASSERT_EQ(fut_spawn(rt, srv, sizeof *srv, js), 0);
+}
+
 /* A client: connects, then 'rounds' times sends 'len' bytes and reads
  * them back, checking every byte. 'result' = 0 or the first error. */
 struct echo_client {

@@ -203,6 +203,14 @@ extern struct fut__uring_faults *fut__uring_faults;
 extern fut__aword fut__uring_enters;
 /* Multishot recvs that ended with -ENOBUFS (the pool ran dry). */
 extern fut__aword fut__uring_nobufs;
+/* Ops (SQEs of recv, send, accept, poll) issued on the ring of the
+ * thread that made them / prepared on another thread and posted to the
+ * fd's ring through its inbox ("foreign": issue 31's measure of I/O away
+ * from where the task is). Relaxed; each ring adds its counts every
+ * 1,024 ops and when it retires or is destroyed, so they are exact once
+ * the runtime is freed (a thread with no ring adds at once). */
+extern fut__aword fut__uring_ops_local;
+extern fut__aword fut__uring_ops_foreign;
 /* Multishot ACCEPTs armed (one SQE each). */
 extern fut__aword fut__uring_accept_arms;
 /* Sets fut__uring_faults from FUT_URING_FAULTS (uring_faults.c says the

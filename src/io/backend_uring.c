@@ -763,6 +763,7 @@ static void ring_teardown(struct fut__backend *b)
 
 static void uring_destroy(struct fut__backend *b)
 {
+    fut__ur_count_flush(b);
     ring_teardown(b);
     fut__ur_pools_free(b);
     if (b->shared)
@@ -818,6 +819,7 @@ void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
     retire_list(b, ios, 1);
     retire_list(b, released, 0);
     ring_teardown(b); /* the struct goes with the driver (destroy) */
+    fut__ur_count_flush(b);
     fut__ur_here = NULL;
 }
 

@@ -43,6 +43,8 @@
 #define CHUNKS_KEEP BUF_COUNT /* chunks (at most BUF_COUNT are queued) */
 #define TRIM_NS 250000000     /* a pool's unused entries go after this */
 
+#define OPS_FLUSH 1024 /* ops counted per ring before the global add */
+
 /* user_data of CQEs that are not ops. */
 #define UD_WAKE 1u   /* the wake eventfd's multishot poll */
 #define UD_IGNORE 2u /* cancels, poll removes */
@@ -162,6 +164,12 @@ struct fut__backend {
                               this is only (uring_ring.c's rules) */
     int64_t trim_at;                 /* the pools' last trim (fut_now_ns) */
     int wake_armed;
+    /* Ops this thread issued (fut__ur_sqe_op) while this was its ring
+     * (fut__ur_here): on their own ring / posted to another's inbox.
+     * Plain counters of the thread whose ring this is, added to
+     * fut__uring_ops_local / _foreign every OPS_FLUSH ops and when the
+     * ring retires or is destroyed (count_flush). */
+    unsigned n_local, n_foreign;
     /* --- a ring of a multi-thread runtime (one per worker) --- */
     int shared;                 /* 1: one of several rings (locks, inbox) */
     struct fut__backend *first; /* the set's first ring (its id) */
@@ -325,7 +333,10 @@ void fut__ur_submit_now(struct fut__backend *b);
 struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b, struct uop *u);
 /* An SQE for what is not an op (cancels, the wake poll): owner only. */
 struct io_uring_sqe *fut__ur_sqe_raw(struct fut__backend *b);
-/* Marks 's' as op 'u''s (in flight from now, or posted). */
+/* Adds b's op counts to fut__uring_ops_local / _foreign (b's thread, or
+ * once no thread uses b). */
+void fut__ur_count_flush(struct fut__backend *b);
+/* Marks 's' as op 'u''s (in flight from now, or posted; counted). */
 void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
                     struct uop *u);
 /* Queues an ASYNC_CANCEL of 'u' (posted, on a ring not the caller's). */

@@ -49,6 +49,8 @@
 fut__aword fut__uring_enters;
 fut__aword fut__uring_nobufs;
 fut__aword fut__uring_accept_arms;
+fut__aword fut__uring_ops_local;
+fut__aword fut__uring_ops_foreign;
 _Thread_local struct fut__backend *fut__ur_here;
 
 /* ------------------------------------------------------------- probe */
@@ -609,15 +611,45 @@ struct io_uring_sqe *fut__ur_sqe_get(struct fut__backend *b, struct uop *u)
     return u->sqe;
 }
 
+void fut__ur_count_flush(struct fut__backend *b)
+{
+    if (b->n_local)
+        fut__fetch_add(&fut__uring_ops_local, b->n_local, FUT__RELAXED);
+    if (b->n_foreign)
+        fut__fetch_add(&fut__uring_ops_foreign, b->n_foreign, FUT__RELAXED);
+    b->n_local = b->n_foreign = 0;
+}
+
+/* Counts an op issued by the calling thread: on its ring's counters
+ * (the calling thread's alone), or at once when it has no ring. */
+static void count_op(struct fut__backend *b, int foreign)
+{
+    struct fut__backend *h = b->shared ? fut__ur_here : b;
+    if (!h) {
+        fut__fetch_add(foreign ? &fut__uring_ops_foreign
+                               : &fut__uring_ops_local,
+                       1, FUT__RELAXED);
+        return;
+    }
+    if (foreign)
+        h->n_foreign++;
+    else
+        h->n_local++;
+    if (h->n_local + h->n_foreign >= OPS_FLUSH)
+        fut__ur_count_flush(h);
+}
+
 void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
                     struct uop *u)
 {
     io_uring_sqe_set_data(s, u);
     if (s == u->sqe) { /* another thread's: the owner issues it */
+        count_op(b, 1);
         u->posted = 1;
         fut__ur_post(b, &u->req);
         return;
     }
+    count_op(b, 0);
     u->issued = 1;
     u->gen = b->gen;
     b->inflight++;

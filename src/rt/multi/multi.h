@@ -222,6 +222,9 @@ struct mt_worker {
     int started;      /* create.c, by the starting thread; shutdown.c */
     struct fut__spin spin; /* park spin: when and how long (park.c) */
     int64_t watch_ns;      /* the watcher's park timeout (idle.c) */
+    int64_t dry_since;     /* rings: when it last found no work of its own
+                          (0: it has some); it steals from a peer's ring
+                          only STEAL_IDLE_NS after (worker.c) */
     uint32_t tick;
     uint32_t countdown; /* ticks to the next maintenance (no division) */
     uint64_t rng;       /* search's random start (worker.c) */

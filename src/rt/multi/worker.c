@@ -18,6 +18,13 @@ static int has_other_work(struct mt_worker *w)
            fut__load(&w->lifo.task, FUT__RELAXED) || fut__ring_len(&w->ring);
 }
 
+/* Whether each worker drives a ring of its own (io_uring). */
+static int rings_of(struct mt_sched *m)
+{
+    struct fut__driver *d = m->base.driver;
+    return d && d->rings;
+}
+
 static int has_own_work(struct mt_worker *w)
 {
     return w->lq_head || fut__load(&w->rl, FUT__RELAXED) || has_other_work(w);
@@ -34,7 +41,10 @@ static void poll_driver(struct mt_worker *w)
         w->in_driver = 0;
         if (drive)
             driver_unlock(m);
-        if (m->n > 1 && fut__ring_len(&w->ring) > 1)
+        /* What our ring woke has its fds here: no thief is woken for it
+         * (docs/scheduler.md, "Locality"), only a watcher if none sleeps
+         * (a stuck poll must not strand it). */
+        if (m->n > 1 && fut__ring_len(&w->ring) > 1 && need_watch(m))
             notify_parked(m);
         return;
     }
@@ -95,13 +105,49 @@ static struct fut_task *next_task(struct mt_worker *w)
     return inject_pop_batch(w);
 }
 
+/* Locality (docs/scheduler.md, "Locality"): on per-worker rings, a task
+ * in a peer's run queue was, most of the time, woken by that peer's ring,
+ * where its fd lives; run here, its next ops would be posted back there
+ * (foreign ops, through the peer's inbox). So a worker that ran out of
+ * work steals from peers only once it has been dry this long - its own
+ * ring reaped and empty, parked in it meanwhile (park_worker's timed
+ * park). The victim's queue waits at most that long for help; a victim
+ * stuck in one poll is handled by fut__mt_steal_stuck, which this does
+ * not gate. */
+#define STEAL_IDLE_NS (50 * 1000)
+
+/* Whether a worker with nothing of its own may steal from peers now:
+ * always without rings; with them, once dry for STEAL_IDLE_NS (the
+ * clock starts at the first look). */
+static int may_steal(struct mt_worker *w)
+{
+    if (!rings_of(w->m))
+        return 1;
+    int64_t now = fut_now_ns();
+    if (!w->dry_since) {
+        w->dry_since = now;
+        return 0;
+    }
+    return now - w->dry_since >= STEAL_IDLE_NS;
+}
+
+/* Whether a peer's run queue holds work (stealable from its ring). */
+static int peer_work(struct mt_worker *w)
+{
+    struct mt_sched *m = w->m;
+    for (int i = 0; i < m->n; i++)
+        if (&m->w[i] != w && fut__ring_len(&m->w[i].ring))
+            return 1;
+    return 0;
+}
+
 /* Out of work: become a searcher (unless half the workers search
  * already) and steal, else take from the injection queue. */
 __attribute__((noinline)) static struct fut_task *search(struct mt_worker *w)
 {
     if (!w->searching && !fut__mt_to_searching(w))
         return NULL;
-    struct fut_task *t = fut__mt_steal_peers(w);
+    struct fut_task *t = may_steal(w) ? fut__mt_steal_peers(w) : NULL;
     if (t)
         return t;
     t = fut__mt_steal_stuck(w);
@@ -154,9 +200,15 @@ park_worker(struct mt_worker *w)
     }
     fut__mt_drain_unlinks(w); /* pushed before we were seen sleeping */
     /* Every parker looks once more (Tokio: the last searcher does; a
-     * worker may also come here without searching, see worker_loop). */
+     * worker may also come here without searching, see worker_loop).
+     * A worker that may not steal yet (may_steal) does not: work in a
+     * peer's queue brings it back after a timed park instead, which a
+     * notify would cut short (it may pick us: a spin until then). */
     (void)last;
-    if (work_visible(m))
+    int gated = rings_of(m) && w->dry_since &&
+                fut_now_ns() - w->dry_since < STEAL_IDLE_NS;
+    /* Relaxed: a hint, as in work_visible (the timed park covers it). */
+    if (gated ? fut__load(&m->inject_n, FUT__RELAXED) != 0 : work_visible(m))
         notify_parked(m); /* may pick us: our park then returns at once */
     /* Watch (a timed park) only while some queue holds work a stuck
      * worker could strand: with nothing queued anywhere, a timer armed and
@@ -168,7 +220,16 @@ park_worker(struct mt_worker *w)
         (any_lifo(m) || work_visible(m)))
         fut__mt_claim_watch(w);
     for (;;) {
-        fut__mt_park(w, w->watching ? w->watch_ns : -1, 1);
+        int64_t tmo = w->watching ? w->watch_ns : -1;
+        if (gated && peer_work(w)) {
+            /* Back to steal once dry for STEAL_IDLE_NS (may_steal). */
+            int64_t left = w->dry_since + STEAL_IDLE_NS - fut_now_ns();
+            if (left < 1000)
+                left = 1000;
+            if (tmo < 0 || left < tmo)
+                tmo = left;
+        }
+        fut__mt_park(w, tmo, 1);
         if (fut__load(&m->stop, FUT__ACQUIRE)) {
             fut__mt_release_watch(w);
             return NULL;
@@ -184,13 +245,22 @@ park_worker(struct mt_worker *w)
             if (!run_parked(w)) {
                 fut__mt_unpark_self(w);
                 fut__mt_release_watch(w);
-                if (m->n > 1 && fut__ring_len(&w->ring) > 1)
+                if (m->n > 1 && fut__ring_len(&w->ring) > 1 &&
+                    (!rings_of(m) || need_watch(m)))
                     notify_parked(m); /* the driver woke several */
                 return NULL;
             }
             stat_inc(w, ST_UNPARKS); /* woke with work, ran it */
         }
         fut__mt_drain_unlinks(w); /* what woke us, maybe */
+        if (gated && fut_now_ns() - w->dry_since >= STEAL_IDLE_NS) {
+            gated = 0;
+            if (peer_work(w)) { /* dry long enough: go and steal */
+                fut__mt_unpark_self(w);
+                fut__mt_release_watch(w);
+                return NULL;
+            }
+        }
         if (w->watching) {
             struct fut_task *t = fut__mt_steal_stuck(w);
             if (t) {
@@ -300,8 +370,21 @@ __attribute__((flatten)) static void run_tick(struct mt_worker *w,
 __attribute__((flatten)) static void worker_loop(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
+    struct fut__driver *d = m->base.driver;
+    int rings = d && d->rings;
     while (!fut__load(&m->stop, FUT__ACQUIRE)) {
         struct fut_task *t = next_task(w);
+        if (!t && rings) {
+            /* I/O where the task is (docs/scheduler.md, "Locality"): out
+             * of work, a worker reaps its own ring (and submits what it
+             * queued) before it steals - the tasks its completions wake
+             * have their fds there; a steal would run them elsewhere and
+             * post their next ops back here (foreign ops). */
+            poll_driver(w);
+            t = next_task(w);
+        }
+        if (t && w->dry_since)
+            w->dry_since = 0; /* work of its own: not dry */
         /* Search only when there is something to find: a worker that
          * ran out of work while every queue is empty goes to sleep
          * without the searcher's RMWs (its park re-checks the queues). */
