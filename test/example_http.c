@@ -270,8 +270,8 @@ START_TEST(garbage_400_close)
         "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
         /* Two Content-Length headers, a non-number. */
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
-        "Content-Length: 1\r\n\r\nx",
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
+         "Content-Length: 1\r\n\r\nx"),
         "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\nx",
         /* A control byte in a value; a CR before the line's CR LF. */
         "GET / HTTP/1.1\r\nHost: a\x01\r\n\r\n",
