@@ -54,6 +54,38 @@ static int alpn_select(SSL *s, const unsigned char **out,
     return SSL_TLSEXT_ERR_NOACK;
 }
 
+/* TLS 1.2 offers carry no supported_versions extension: only there is a
+ * session id a resumption (TLS 1.3 clients send a random one). */
+static int hello_resumes(SSL *s)
+{
+    const unsigned char *p;
+    size_t len;
+    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_psk, &p, &len) == 1)
+        return 1;
+    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_session_ticket, &p, &len) ==
+            1 &&
+        len > 0)
+        return 1;
+    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_supported_versions, &p,
+                                  &len) == 1)
+        return 0;
+    return SSL_client_hello_get0_session_id(s, &p) > 0;
+}
+
+/* OpenSSL's ClientHello callback of every server context (stream.c, "key
+ * operations"): a step that would sign is paused (RETRY), to run again
+ * on the blocking pool with 'kj_job' set. */
+static int client_hello(SSL *s, int *alert, void *arg)
+{
+    (void)alert;
+    (void)arg;
+    struct fut_tls *t = SSL_get_app_data(s);
+    if (!t || !t->ctx->key_offload || t->kj_off || t->kj_job ||
+        hello_resumes(s))
+        return SSL_CLIENT_HELLO_SUCCESS;
+    return SSL_CLIENT_HELLO_RETRY; /* to the pool (fut__tls_handshake) */
+}
+
 int fut_tls_ctx_new(enum fut_tls_role role, struct fut_tls_ctx **out)
 {
     FUT_ARG_CHECK(out, "'out' is NULL");
@@ -91,7 +123,7 @@ int fut_tls_ctx_new(enum fut_tls_role role, struct fut_tls_ctx **out)
         static const unsigned char sid[] = "fut-tls";
         SSL_CTX_set_session_id_context(c->ssl, sid, sizeof sid - 1);
         SSL_CTX_set_verify(c->ssl, SSL_VERIFY_NONE, NULL);
-        SSL_CTX_set_client_hello_cb(c->ssl, fut__tls_client_hello, NULL);
+        SSL_CTX_set_client_hello_cb(c->ssl, client_hello, NULL);
     }
     SSL_CTX_set_alpn_select_cb(c->ssl, alpn_select, c);
     *out = c;

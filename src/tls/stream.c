@@ -31,7 +31,7 @@ int fut_tls_new(struct fut_tls_ctx *c, struct fut_io *io, const char *name,
     ERR_clear_error();
     t->ssl = SSL_new(c->ssl);
     if (t->ssl)
-        SSL_set_app_data(t->ssl, t); /* for fut__tls_client_hello */
+        SSL_set_app_data(t->ssl, t); /* for context.c's client_hello */
     t->rbio = BIO_new(BIO_s_mem());
     t->wbio = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->rbio || !t->wbio) {
@@ -105,7 +105,7 @@ const char *fut_tls_error_message(const struct fut_tls *t)
  * every connection of the worker. Those steps run on the blocking pool as
  * one SSL_do_handshake over the stream's memory BIOs; ECDSA signs in tens
  * of microseconds and stays inline. Every step starts inline: OpenSSL
- * calls fut__tls_client_hello once it has read a whole ClientHello, before
+ * calls context.c's client_hello once it has read a whole ClientHello, before
  * it signs; a ClientHello that asks for a resumption (a PSK in TLS 1.3, a
  * session ticket or session id in TLS 1.2) goes on inline, as no
  * signature is made; one that does not pauses the step
@@ -145,24 +145,6 @@ static intptr_t key_job(void *arg)
     return 0;
 }
 
-/* TLS 1.2 offers carry no supported_versions extension: only there is a
- * session id a resumption (TLS 1.3 clients send a random one). */
-static int hello_resumes(SSL *s)
-{
-    const unsigned char *p;
-    size_t len;
-    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_psk, &p, &len) == 1)
-        return 1;
-    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_session_ticket, &p, &len) ==
-            1 &&
-        len > 0)
-        return 1;
-    if (SSL_client_hello_get0_ext(s, TLSEXT_TYPE_supported_versions, &p,
-                                  &len) == 1)
-        return 0;
-    return SSL_client_hello_get0_session_id(s, &p) > 0;
-}
-
 /* The cipher chosen uses RSA key exchange (TLS 1.2 without ECDHE). */
 static int rsa_key_exchange(SSL *s)
 {
@@ -170,17 +152,6 @@ static int rsa_key_exchange(SSL *s)
     if (!c)
         c = SSL_get_current_cipher(s);
     return c && SSL_CIPHER_get_kx_nid(c) == NID_kx_rsa;
-}
-
-int fut__tls_client_hello(SSL *s, int *alert, void *arg)
-{
-    (void)alert;
-    (void)arg;
-    struct fut_tls *t = SSL_get_app_data(s);
-    if (!t || !t->ctx->key_offload || t->kj_off || t->kj_job ||
-        hello_resumes(s))
-        return SSL_CLIENT_HELLO_SUCCESS;
-    return SSL_CLIENT_HELLO_RETRY; /* to the pool (fut__tls_handshake) */
 }
 
 int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx)

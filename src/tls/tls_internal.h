@@ -121,9 +121,6 @@ int fut__tls_fail_e(struct fut_tls *t, struct fut_context *cx, int e,
 /* Polls the key operation if one is in flight: FUT_PENDING while it runs,
  * FUT_READY once the stream is the runtime's again. */
 int fut__tls_key_settle(struct fut_tls *t, struct fut_context *cx);
-/* OpenSSL's ClientHello callback of every server context: pauses a step
- * that would sign, so that it runs on the pool (stream.c). */
-int fut__tls_client_hello(SSL *s, int *alert, void *arg);
 /* Key operations run off the runtime thread (for tests): a count and the
  * last pool thread's pthread_t. Relaxed: statistics. */
 extern fut__aword fut__tls_key_jobs;
