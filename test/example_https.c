@@ -6,7 +6,7 @@
  * close_notify after "Connection: close", plain HTTP and garbage sent to
  * the TLS port, refused requests (413, 501), SIGTERM; curl --cacert and
  * wrk over https against it; and examples/https_get, the client example,
- * against it and against `openssl s_server -www`. */
+ * against it, against `openssl s_server -www` and against nginx. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -256,10 +256,43 @@ START_TEST(tools)
 }
 END_TEST
 
+/* A loopback port nobody listens on right now. */
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    close(ls);
+    return ntohs(sa.sin_port);
+}
+
+/* Starts 'server' (a command line) in the background, waits until
+ * 'port' listens (10 s at most), runs examples/https_get against it with
+ * the test's CA, stops the server (SIGTERM); https_get's exit status and
+ * its output in 'out'. */
+static int get_behind(const char *server, int port, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "bash -c '%s </dev/null >/dev/null 2>&1 & S=$!; "
+             "for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/%d) "
+             "2>/dev/null && break; sleep 0.1; done; "
+             "%s --cacert %s localhost %d /; r=$?; kill $S; wait $S; "
+             "exit $r'",
+             server, port, HTTPS_GET_BIN, crt, port);
+    return run_tool(cmd, out, cap);
+}
+
 /* examples/https_get, the client example: against https_hello (the
  * status, the body's size, TLS 1.3, ALPN http/1.1), refused without the
  * CA (the system store does not know it: exit 2, "certificate verify
- * failed"), and against `openssl s_server -www` on a free port. */
+ * failed"), against `openssl s_server -www` on a free port, and against
+ * nginx with TLS. */
 START_TEST(client)
 {
     struct ex_server s;
@@ -276,28 +309,41 @@ START_TEST(client)
                   out);
     ASSERT_EQ(ex_stop(&s, 15000), 0);
     /* openssl s_server -www: a free port, polled until it listens */
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof sa;
-    int ls = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
-    ASSERT_EQ(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
-    int port = ntohs(sa.sin_port);
-    close(ls);
-    snprintf(
-        cmd, sizeof cmd,
-        "bash -c 'openssl s_server -quiet -www -accept %d -cert %s "
-        "-key %s </dev/null >/dev/null 2>&1 & S=$!; "
-        "for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/%d) "
-        "2>/dev/null && break; sleep 0.1; done; "
-        "%s --cacert %s localhost %d /; r=$?; kill $S; wait $S; exit $r'",
-        port, crt, key, port, HTTPS_GET_BIN, crt, port);
-    ASSERT_EQ(run_tool(cmd, out, sizeof out), 0);
+    int port = free_port();
+    snprintf(cmd, sizeof cmd,
+             "openssl s_server -quiet -www -accept %d -cert %s -key %s", port,
+             crt, key);
+    ASSERT_EQ(get_behind(cmd, port, out, sizeof out), 0);
     ck_assert_msg(strncmp(out, "status 200 bytes ", 17) == 0 &&
                       strstr(out, " tls TLSv1.3 alpn -\n") != NULL,
                   "against s_server: '%s'", out);
+    /* nginx with TLS (nginx-light's ssl module; the test command installs
+     * it), the same certificate, TLS 1.3 allowed (nginx 1.22's default
+     * stops at 1.2), a fixed body; started and polled as s_server is,
+     * stopped with SIGTERM. */
+#ifdef FUT_TEST_NGINX
+    port = free_port();
+    char conf[2048], path[160];
+    snprintf(conf, sizeof conf,
+             "master_process off;\ndaemon off;\npid %s/nginx.pid;\n"
+             "error_log %s/error.log;\nevents { worker_connections 64; }\n"
+             "http {\n access_log off;\n client_body_temp_path %s;\n"
+             " proxy_temp_path %s;\n fastcgi_temp_path %s;\n"
+             " uwsgi_temp_path %s;\n scgi_temp_path %s;\n"
+             " server {\n  listen 127.0.0.1:%d ssl;\n"
+             "  ssl_protocols TLSv1.2 TLSv1.3;\n"
+             "  ssl_certificate %s;\n  ssl_certificate_key %s;\n"
+             "  location / { return 200 \"hello from nginx\\n\"; }\n }\n}\n",
+             dir, dir, dir, dir, dir, dir, dir, port, crt, key);
+    snprintf(path, sizeof path, "%s/nginx.conf", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s", path);
+    fputs(conf, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s -p %s -c %s", FUT_TEST_NGINX, dir, path);
+    ASSERT_EQ(get_behind(cmd, port, out, sizeof out), 0);
+    ck_assert_str_eq(out, "status 200 bytes 17 tls TLSv1.3 alpn http/1.1\n");
+#endif
 }
 END_TEST
 

@@ -15,4 +15,13 @@ if(FUT_BUILD_EXAMPLES AND FUT_HAVE_TLS)
   if(FUT_ASAN)
     target_compile_definitions(test_example_https PRIVATE FUT_TEST_ASAN)
   endif()
+  # nginx with TLS for the client example (test/curl.cmake finds it too;
+  # the test command installs nginx-light).
+  find_program(FUT_NGINX nginx PATHS /usr/sbin /sbin)
+  if(FUT_NGINX)
+    target_compile_definitions(test_example_https PRIVATE
+      FUT_TEST_NGINX="${FUT_NGINX}")
+  else()
+    message(STATUS "fut: example_https.client runs without nginx (not found)")
+  endif()
 endif()
