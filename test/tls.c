@@ -534,7 +534,9 @@ struct line_server {
     struct fut_tls_ctx *ctx;
     struct fut_io *listener;
     int hs;
+    int reused; /* the handshake resumed a session */
     char version[16];
+    char alpn[32];
     char msg[512];
 };
 
@@ -552,6 +554,9 @@ static intptr_t line_server_fn(void *arg)
     ASSERT_EQ(fut_tls_new(s->ctx, io, NULL, &t), 0);
     s->hs = fut_tls_handshake(t);
     snprintf(s->version, sizeof s->version, "%s", fut_tls_version(t));
+    const char *alpn = fut_tls_alpn(t);
+    snprintf(s->alpn, sizeof s->alpn, "%s", alpn ? alpn : "");
+    s->reused = fut_tls_session_reused(t);
     snprintf(s->msg, sizeof s->msg, "%s", fut_tls_error_message(t));
     intptr_t v = -2;
     if (s->hs == 0) {
@@ -574,16 +579,17 @@ static intptr_t line_server_fn(void *arg)
     return v;
 }
 
-/* One s_client connection to a line_server with the chain 'crt' / 'key'
- * and s_client's extra flags 'flags' (NULL-ended, at most 4); what
- * s_client printed goes to 'text'. Returns the server fiber's value. */
-static intptr_t s_client_round(struct line_server *s, const char *crt,
-                               const char *key, const char *const *flags,
+/* One s_client connection to a line_server with the server context
+ * 'ctx' (the caller's; its chain is 'crt') and s_client's extra flags
+ * 'flags' (NULL-ended, at most 6); what s_client printed goes to 'text'.
+ * Returns the server fiber's value. */
+static intptr_t s_client_round(struct line_server *s, struct fut_tls_ctx *ctx,
+                               const char *crt, const char *const *flags,
                                char *text, size_t cap)
 {
     struct fut_runtime *rt = rt_make(0);
     memset(s, 0, sizeof *s);
-    s->ctx = server_ctx(crt, key);
+    s->ctx = ctx;
     int port;
     s->listener = listen_any(&port);
     char connect[64], out[128];
@@ -596,7 +602,7 @@ static intptr_t s_client_round(struct line_server *s, const char *crt,
                       "-servername", "localhost", "-verify_return_error",
                       "-ign_eof"};
     int n = 10;
-    for (int i = 0; flags[i] && i < 4; i++)
+    for (int i = 0; flags[i] && i < 6; i++)
         argv[n++] = (char *)flags[i];
     argv[n] = NULL;
     pid_t pid = spawn_tool(argv, in[0], out);
@@ -611,7 +617,6 @@ static intptr_t s_client_round(struct line_server *s, const char *crt,
     (void)reap(pid, 10000);
     read_file(out, text, cap);
     fut_io_close(s->listener);
-    fut_tls_ctx_free(s->ctx);
     fut_runtime_free(rt);
     return v;
 }
@@ -624,8 +629,10 @@ START_TEST(tls_server_vs_s_client)
         struct line_server s;
         const char *flags[] = {vflag[i], NULL};
         char text[16384];
+        struct fut_tls_ctx *ctx = server_ctx(ec_crt, ec_key);
         intptr_t v =
-            s_client_round(&s, ec_crt, ec_key, flags, text, sizeof text);
+            s_client_round(&s, ctx, ec_crt, flags, text, sizeof text);
+        fut_tls_ctx_free(ctx);
         ck_assert_msg(s.hs == 0, "handshake: %s (%s)", fut_strerror(s.hs),
                       s.msg);
         ck_assert_msg(v == 0, "server: %ld", (long)v);
@@ -634,6 +641,45 @@ START_TEST(tls_server_vs_s_client)
                       text);
         ck_assert_msg(strstr(text, "Verify return code: 0") != NULL,
                       "s_client did not verify us: %s", text);
+    }
+}
+END_TEST
+
+/* s_client offers ALPN "h2,http/1.1" to a server that speaks http/1.1
+ * (both sides say http/1.1), saves its session (-sess_out) and resumes
+ * it on a second connection to the same context (-sess_in): s_client
+ * says "Reused", the server's stream says resumed; TLS 1.3 and 1.2. */
+START_TEST(tls_s_client_alpn_resume)
+{
+    const char *vflag[2] = {"-tls1_3", "-tls1_2"};
+    for (int i = 0; i < 2; i++) {
+        static const char *const protos[] = {"http/1.1"};
+        struct fut_tls_ctx *ctx = server_ctx(ec_crt, ec_key);
+        ASSERT_EQ(fut_tls_ctx_set_alpn(ctx, protos, 1), 0);
+        char sess[128];
+        snprintf(sess, sizeof sess, "%s/s_client.sess", dir);
+        for (int round = 0; round < 2; round++) {
+            struct line_server s;
+            const char *flags[] = {
+                vflag[i],      "-alpn",
+                "h2,http/1.1", round ? "-sess_in" : "-sess_out",
+                sess,          NULL};
+            static char text[16384];
+            intptr_t v =
+                s_client_round(&s, ctx, ec_crt, flags, text, sizeof text);
+            ck_assert_msg(s.hs == 0 && v == 0, "%s round %d: %s (%s)",
+                          vflag[i], round, fut_strerror(s.hs), s.msg);
+            ck_assert_str_eq(s.alpn, "http/1.1");
+            ck_assert_msg(strstr(text, "ALPN protocol: http/1.1") != NULL,
+                          "s_client said: %s", text);
+            ck_assert_msg(s.reused == round, "%s round %d: reused %d",
+                          vflag[i], round, s.reused);
+            ck_assert_msg(strstr(text, round ? "Reused," : "New,") != NULL,
+                          "%s round %d: s_client said: %s", vflag[i], round,
+                          text);
+        }
+        unlink(sess);
+        fut_tls_ctx_free(ctx);
     }
 }
 END_TEST
@@ -1555,10 +1601,11 @@ START_TEST(tls_key_offload_rsa_kx)
     struct line_server s;
     const char *flags[] = {"-tls1_2", "-cipher", "AES128-GCM-SHA256", NULL};
     char text[16384];
+    struct fut_tls_ctx *ctx = server_ctx(rsa_crt, rsa_key);
     uintptr_t before = key_jobs();
-    intptr_t v =
-        s_client_round(&s, rsa_crt, rsa_key, flags, text, sizeof text);
+    intptr_t v = s_client_round(&s, ctx, rsa_crt, flags, text, sizeof text);
     uintptr_t jobs = key_jobs() - before;
+    fut_tls_ctx_free(ctx);
     ck_assert_msg(s.hs == 0 && v == 0, "handshake: %s (%s)",
                   fut_strerror(s.hs), s.msg);
     ck_assert_msg(strstr(text, "AES128-GCM-SHA256") != NULL,
@@ -1908,6 +1955,7 @@ int main(void)
     tcase_add_test(tc, tls_session_resumption);
     tc = fut_test_tcase(s, "s_client");
     tcase_add_test(tc, tls_server_vs_s_client);
+    tcase_add_test(tc, tls_s_client_alpn_resume);
     tc = fut_test_tcase(s, "s_server");
     tcase_add_test(tc, tls_client_vs_s_server);
     tc = fut_test_tcase(s, "bad_input");
