@@ -110,6 +110,7 @@ static int serve(struct fut_runtime *rt)
     fut_shutdown_init(&sd, &scope, NULL, sig, 2000LL * 1000 * 1000);
     int r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
             fut_block_on(rt, &sd.base);
+    fut_drop(&sd.base); /* its grace timer goes with it, before this frame */
     fut_drop(&scope.base);
     return r;
 }
