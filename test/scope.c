@@ -1160,6 +1160,36 @@ START_TEST(rounds_reuse_memory)
 }
 END_TEST
 
+/* ------------------------------------------------------ shutdown_drop */
+
+/* fut_shutdown dropped after it completed: with a scope that finished on
+ * its own (no grace period started: nothing of it to drop) and with one
+ * shut down by its trigger (the grace sleep started: dropped with it). */
+START_TEST(shutdown_drop)
+{
+    struct fut_runtime *rt = fut_test_rt();
+    for (int round = 0; round < 2; round++) {
+        struct fut_token trigger;
+        fut_token_init(&trigger);
+        struct fut_scope scope;
+        fut_scope_init(&scope, rt, FUT_SCOPE_SUPERVISE);
+        if (round == 1) {
+            struct waiter w = waiter_make(fut_scope_token(&scope));
+            ASSERT_EQ(fut_scope_spawn(&scope, &w, sizeof w, NULL), 0);
+            fut_token_cancel(&trigger);
+        }
+        struct fut_shutdown sd;
+        fut_shutdown_init(&sd, &scope, &trigger, NULL, 2000 * MS);
+        ASSERT_EQ(fut_block_on(rt, &sd.base), 0);
+        ASSERT_EQ(sd.result, 0);
+        fut_drop(&sd.base);
+        fut_drop(&scope.base);
+        fut_token_fini(&trigger);
+    }
+    fut_runtime_free(rt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("scope");
@@ -1179,5 +1209,6 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "dump"), dump);
     tcase_add_test(fut_test_tcase(s, "rounds_reuse_memory"),
                    rounds_reuse_memory);
+    tcase_add_test(fut_test_tcase(s, "shutdown_drop"), shutdown_drop);
     return fut_test_run(s);
 }

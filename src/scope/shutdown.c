@@ -80,7 +80,10 @@ static void sd_drop(struct fut_future *f)
         fut_drop(&sd->rx.base);
     if (sd->trigger)
         fut_drop(&sd->tw.base);
-    if (sd->stage >= ST_GRACE && sd->grace_ns >= 0)
+    /* The sleep exists once the grace period started (start_grace); a
+     * scope that finished on its own went from ST_WAIT to ST_DONE
+     * without it (fut_shutdown_init zeroed it: no vtable). */
+    if (sd->grace_ns >= 0 && sd->sleep.base.vt)
         fut_drop(&sd->sleep.base);
 }
 
