@@ -210,6 +210,7 @@ int main(int argc, char **argv)
     fut_shutdown_init(&sd, &scope, NULL, sig, 2000LL * 1000 * 1000);
     r = fut_scope_fiber_spawn(&scope, acceptor, NULL, NULL) ||
         fut_block_on(rt, &sd.base);
+    fut_drop(&sd.base); /* its grace timer, if armed, goes with it */
     fut_drop(&scope.base);
     fut_io_close(ln);
     fut_runtime_free(rt);
