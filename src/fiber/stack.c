@@ -147,14 +147,16 @@ static int64_t coarse_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Under the lock: the pool of stacks of 'usable' bytes, claiming a free
- * slot for a new size; NULL when every slot has another size. */
-static struct pool *pool_of(size_t usable)
+/* Under the lock: the pool of stacks of 'usable' bytes - with 'claim',
+ * claiming a free slot for a new size; NULL when there is none. */
+static struct pool *pool_find(size_t usable, int claim)
 {
     for (int i = 0; i < POOL_SIZES; i++) {
         if (pools[i].usable == usable)
             return &pools[i];
         if (pools[i].usable == 0) {
+            if (!claim)
+                return NULL;
             pools[i].usable = usable;
             return &pools[i];
         }
@@ -212,7 +214,7 @@ int fut__stack_get(size_t size, struct fut__stack *out)
     int found = 0;
     struct parked *trim = NULL;
     fut__mutex_lock(&pool_lock);
-    struct pool *pl = pool_of(usable);
+    struct pool *pl = pool_find(usable, 1);
     if (pl) {
         roll_and_trim(pl, &trim);
         if (pl->head) {
@@ -250,7 +252,7 @@ void fut__stack_put(struct fut__stack *s)
     struct parked *trim = NULL;
     int parked = 0;
     fut__mutex_lock(&pool_lock);
-    struct pool *pl = pool_of(s->usable);
+    struct pool *pl = pool_find(s->usable, 0); /* claimed by its get */
     if (pl) {
         pl->live--;
         roll_and_trim(pl, &trim);
@@ -276,7 +278,7 @@ void fut__stack_put(struct fut__stack *s)
 void fut__stack_pool_counts(size_t size, size_t *parked, size_t *live)
 {
     fut__mutex_lock(&pool_lock);
-    struct pool *pl = pool_of(fut__stack_size(size));
+    struct pool *pl = pool_find(fut__stack_size(size), 0);
     *parked = pl ? pl->n : 0;
     *live = pl ? pl->live : 0;
     fut__mutex_unlock(&pool_lock);

@@ -116,6 +116,13 @@ static struct fut_task *next_task(struct mt_worker *w)
  * not gate. */
 #define STEAL_IDLE_NS (50 * 1000)
 
+/* How long 'w', dry since w->dry_since, must still wait before it may
+ * steal (<= 0: it may). */
+static int64_t dry_left(const struct mt_worker *w)
+{
+    return w->dry_since + STEAL_IDLE_NS - fut_now_ns();
+}
+
 /* Whether a worker with nothing of its own may steal from peers now:
  * always without rings; with them, once dry for STEAL_IDLE_NS (the
  * clock starts at the first look). */
@@ -123,12 +130,11 @@ static int may_steal(struct mt_worker *w)
 {
     if (!rings_of(w->m))
         return 1;
-    int64_t now = fut_now_ns();
     if (!w->dry_since) {
-        w->dry_since = now;
+        w->dry_since = fut_now_ns();
         return 0;
     }
-    return now - w->dry_since >= STEAL_IDLE_NS;
+    return dry_left(w) <= 0;
 }
 
 /* Whether a peer's run queue holds work (stealable from its ring). */
@@ -205,8 +211,7 @@ park_worker(struct mt_worker *w)
      * peer's queue brings it back after a timed park instead, which a
      * notify would cut short (it may pick us: a spin until then). */
     (void)last;
-    int gated = rings_of(m) && w->dry_since &&
-                fut_now_ns() - w->dry_since < STEAL_IDLE_NS;
+    int gated = rings_of(m) && w->dry_since && dry_left(w) > 0;
     /* Relaxed: a hint, as in work_visible (the timed park covers it). */
     if (gated ? fut__load(&m->inject_n, FUT__RELAXED) != 0 : work_visible(m))
         notify_parked(m); /* may pick us: our park then returns at once */
@@ -223,7 +228,7 @@ park_worker(struct mt_worker *w)
         int64_t tmo = w->watching ? w->watch_ns : -1;
         if (gated && peer_work(w)) {
             /* Back to steal once dry for STEAL_IDLE_NS (may_steal). */
-            int64_t left = w->dry_since + STEAL_IDLE_NS - fut_now_ns();
+            int64_t left = dry_left(w);
             if (left < 1000)
                 left = 1000;
             if (tmo < 0 || left < tmo)
@@ -253,7 +258,7 @@ park_worker(struct mt_worker *w)
             stat_inc(w, ST_UNPARKS); /* woke with work, ran it */
         }
         fut__mt_drain_unlinks(w); /* what woke us, maybe */
-        if (gated && fut_now_ns() - w->dry_since >= STEAL_IDLE_NS) {
+        if (gated && dry_left(w) <= 0) {
             gated = 0;
             if (peer_work(w)) { /* dry long enough: go and steal */
                 fut__mt_unpark_self(w);
@@ -370,8 +375,7 @@ __attribute__((flatten)) static void run_tick(struct mt_worker *w,
 __attribute__((flatten)) static void worker_loop(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
-    struct fut__driver *d = m->base.driver;
-    int rings = d && d->rings;
+    int rings = rings_of(m);
     while (!fut__load(&m->stop, FUT__ACQUIRE)) {
         struct fut_task *t = next_task(w);
         if (!t && rings) {
