@@ -452,17 +452,21 @@ FUT_ASYNC_VTABLE(acceptor_vt, "acceptor", acceptor_poll, acceptor_cleanup);
 
 /* Active expiry: sweeps the shards in turn, for at most CRON_BUDGET_NS
  * per tick; a shard is swept again while its step found many expired
- * keys (Redis' activeExpireCycle, simplified). */
+ * keys (Redis' activeExpireCycle, simplified). The budget is read on the
+ * runtime's clock (fut_time_now), not the machine's: under simulation
+ * the clock is virtual and stands still during a sweep, so a sweep ends
+ * when its steps find few expired keys, the same on every run of a seed
+ * (the machine's clock made how far it got depend on the host's speed). */
 static void expire_cycle(struct server *srv, unsigned *next_shard)
 {
     struct db *db = &srv->db;
-    int64_t end = fut_now_ns() + CRON_BUDGET_NS;
+    int64_t end = fut_time_now() + CRON_BUDGET_NS;
     int64_t now_ms = server_now_ms(srv);
-    for (unsigned i = 0; i < db->nshards && fut_now_ns() < end; i++) {
+    for (unsigned i = 0; i < db->nshards && fut_time_now() < end; i++) {
         struct shard *s = &db->shards[*next_shard];
         *next_shard = (*next_shard + 1) & (db->nshards - 1);
         while (db_sweep(db, s, now_ms, SWEEP_STEP) > SWEEP_STEP / 4 &&
-               fut_now_ns() < end)
+               fut_time_now() < end)
             ;
     }
 }
