@@ -289,7 +289,7 @@ START_TEST(retry)
     for (int seed = 1; seed <= 20; seed++)
         ASSERT_EQ(fut_sim_run(NULL, (uint64_t)seed, udp_run, &w, NULL), 0);
     totals = NULL;
-    ck_assert_uint_eq(t.seeds, 20);
+    ck_assert_uint_ge(t.seeds, 20); /* twice each under FUT_SIM_CHECK */
     ck_assert_uint_eq(t.lost + t.duplicated + t.reordered + t.stale +
                           t.behind + t.retries,
                       0);
