@@ -357,6 +357,44 @@ static int crasher_poll(struct fut_future *f, struct fut_context *cx)
 }
 FUT_ASYNC_VTABLE(crasher_vt, "ux_crasher", crasher_poll, NULL);
 
+/* Listens at PATH, connects to itself, accepts, closes the listener:
+ * the path is free again while both ends of the connection are open. */
+struct selfcon {
+    struct fut_future base;
+    struct fut_io *l, *l2, *a;
+    struct fut_connect c;
+    struct fut_accept acc;
+    int *result;
+};
+
+static int selfcon_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct selfcon *s = (struct selfcon *)f;
+    FUT_BEGIN(f);
+    ck_assert_int_eq(fut_unix_listen(PATH, 8, &s->l), 0);
+    fut_unix_connect_init(&s->c, PATH, -1);
+    FUT_AWAIT(f, &s->c);
+    ck_assert_int_eq(s->c.result, 0);
+    fut_accept_init(&s->acc, s->l);
+    FUT_AWAIT(f, &s->acc);
+    ck_assert_int_eq(s->acc.result, 0);
+    s->a = s->acc.conn;
+    fut_io_close(s->l);
+    s->l = NULL;
+    *s->result = fut_unix_listen(PATH, 8, &s->l2);
+    FUT_END(f);
+}
+
+static void selfcon_cleanup(struct fut_future *f)
+{
+    struct selfcon *s = (struct selfcon *)f;
+    struct fut_io *ios[4] = {s->l, s->l2, s->a, s->c.conn};
+    for (int i = 0; i < 4; i++)
+        if (ios[i])
+            fut_io_close(ios[i]);
+}
+FUT_ASYNC_VTABLE(selfcon_vt, "ux_selfcon", selfcon_poll, selfcon_cleanup);
+
 static int namespace_run(struct fut_runtime *rt, void *ud)
 {
     struct uxworld *w = ud, w2;
@@ -411,6 +449,17 @@ static int namespace_run(struct fut_runtime *rt, void *ud)
     spawn_client(c, w, 4, 0, -ENOENT, &cj[0]);
     ck_assert_int_eq(join_all(rt, cj, 1), 0);
     ck_assert_int_eq(try_listen(rt, c), 0);
+    /* Accepted connections do not hold their listener's path. */
+    int again = 1;
+    struct selfcon sc;
+    memset(&sc, 0, sizeof sc);
+    fut_future_init(&sc.base, &selfcon_vt);
+    sc.result = &again;
+    struct fut_join scj;
+    ck_assert_int_eq(fut_sim_spawn_on(b, &sc, sizeof sc, &scj), 0);
+    ck_assert_int_eq(fut_block_on(rt, &scj.base), 0);
+    fut_drop(&scj.base);
+    ck_assert_int_eq(again, 0);
     return 0;
 }
 

@@ -268,7 +268,9 @@ static long do_socket(struct fut__backend *n, int kind)
 }
 
 /* A Unix path is a name in its host's namespace (each host a machine
- * with its own file system): taken while a socket bound to it is open. */
+ * with its own file system): taken while a listener bound to it is open,
+ * or a socket bound to it that has not connected (the connections a
+ * listener accepted carry its path as their name, but do not hold it). */
 static long bind_unix(struct ep *e, const void *sa, socklen_t len)
 {
     char path[UNIX_PATH];
@@ -279,7 +281,7 @@ static long bind_unix(struct ep *e, const void *sa, socklen_t len)
     for (struct ep *o = e->net->eps; o; o = o->next)
         if (o->kind == K_UNIX && o != e && o->host == e->host && !o->closed &&
             !o->crashed && strcmp(o->path, path) == 0 &&
-            (o->listener || o->fd >= 0))
+            (o->listener || o->state == ST_NEW))
             return -EADDRINUSE;
     memcpy(e->path, path, sizeof path);
     return 0;
