@@ -221,7 +221,8 @@ struct fut_sim_udp_stats {
 
 /** Fills '*out' with the datagram counts of simulation 'rt' so far.
  * Returns 0, or FUT_EINVAL ('rt' is not a simulation: '*out' zeroed).
- * Thread: the simulation's, inside or outside fut_block_on. */
+ * Thread: the simulation's, inside or outside fut_block_on. Not a
+ * future: nothing to cancel. */
 FUT_EXTERN int fut_sim_udp_stats(struct fut_runtime *rt,
                                  struct fut_sim_udp_stats *out);
 
