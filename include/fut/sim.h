@@ -13,10 +13,12 @@
  * prints each simulation's trace hash, FUT_SIM_CHECK runs each seed twice
  * and names the first step where they differ.
  *
- * The network is simulated for TCP (below: hosts, latency, partitions,
- * resets, accept backlogs, host crashes and restarts;
- * docs/simulation.md): fut_tcp_* and the stream calls work unchanged on
- * simulated sockets. On request (below): N workers emulated on the one
+ * The network is simulated for TCP, UDP and Unix stream sockets (below:
+ * hosts, latency, bandwidth, partitions, resets, accept backlogs, host
+ * crashes and restarts, UDP loss, duplication and reordering;
+ * docs/simulation.md): fut_tcp_*, fut_udp_*, fut_unix_listen,
+ * fut_unix_connect_init and the stream and datagram calls work
+ * unchanged on simulated sockets. On request (below): N workers emulated on the one
  * thread (cfg->workers > 1: per-worker queues, LIFO slots, stealing, all
  * decided by the seed); seeded faults of the allocator hook, the file
  * calls and the simulated sockets (fut_sim_set_faults); an invariant
@@ -24,8 +26,8 @@
  * seeds that also chooses the faults per seed and prints the replay of
  * the first failure (fut_sim_swarm).
  *
- * Not simulated (yet): UDP and Unix sockets, pipes and other fds
- * (refused with FUT_EINVAL).
+ * Not simulated (yet): Unix datagram sockets and socket pairs, pipes and
+ * other fds (refused with FUT_EINVAL).
  */
 #ifndef FUT_SIM_H
 #define FUT_SIM_H
@@ -105,7 +107,9 @@ FUT_EXTERN uint64_t fut_sim_random(void);
 /* ------------------------------------------------ the simulated network */
 
 /* A simulation has a network of hosts, each with one address, on which
- * TCP runs in memory and in virtual time: a socket created by a task
+ * TCP, UDP and Unix streams run in memory and in virtual time (UDP:
+ * fut_sim_udp_faults; Unix: paths per host, a connection like TCP's over
+ * the host's own link; docs/simulation.md): a socket created by a task
  * belongs to the host the task runs on (fut_sim_spawn_on; else the
  * default host, 127.0.0.1), a listener or a connect names a host by its
  * address (127.0.0.1 and ::1: the socket's own host), and every segment
@@ -172,6 +176,74 @@ FUT_EXTERN int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
                                struct fut_sim_host *b, int64_t min_ns,
                                int64_t max_ns);
 
+/** Sets the UDP faults of the link between 'a' and 'b' (both directions;
+ * 'a' and 'b' NULL: of every link without its own setting) of
+ * simulation 'rt': each datagram sent over it is lost with chance
+ * 'loss_ppm' per million, else duplicated (a second copy, with its own
+ * delay) with chance 'dup_ppm', and each copy is held back with chance
+ * 'reorder_ppm' (an extra delay of up to four times the link's largest
+ * delay, so that datagrams sent after it may arrive before it; a copy
+ * not held back arrives after the ones its socket sent earlier to the
+ * same address). Every draw is the seed's; a rate of 0 draws nothing.
+ * Default: 0, 0, 0 (datagrams arrive once and in order unless a
+ * partition, a crash or a full receive buffer drops them). Applies to
+ * datagrams sent from now on. Returns 0, FUT_EINVAL (not a simulation, a
+ * rate above 1,000,000, only one host NULL, a host of another runtime),
+ * FUT_ENOMEM. Thread: the simulation's, inside or outside fut_block_on.
+ * Not a future: nothing to cancel. */
+FUT_EXTERN int fut_sim_udp_faults(struct fut_runtime *rt,
+                                  struct fut_sim_host *a,
+                                  struct fut_sim_host *b, uint32_t loss_ppm,
+                                  uint32_t dup_ppm, uint32_t reorder_ppm);
+
+/** What happened to the datagrams of a simulation (fut_sim_udp_stats).
+ * Every datagram sent is accounted for: sent + duplicated == lost + cut
+ * + no_socket + overflow + delivered + in_flight, and delivered - read
+ * are the ones a socket received and nobody read (still queued, or
+ * dropped with their socket at its close or its host's crash). */
+struct fut_sim_udp_stats {
+    uint64_t sent;       /**< datagrams sent by the programs */
+    uint64_t duplicated; /**< of those, sent twice by the network */
+    uint64_t reordered;  /**< copies held back (fut_sim_udp_faults) */
+    uint64_t lost;       /**< lost by the seed's loss rate */
+    uint64_t cut;        /**< dropped by a partition or a host that was
+                            down, when sent or on arrival */
+    uint64_t no_socket;  /**< arrived where no socket was bound to the
+                            port (or a connected one that takes only its
+                            peer's) */
+    uint64_t overflow;   /**< arrived at a full receive buffer (212,992
+                            bytes, each datagram counted 256 bytes more
+                            than its payload) */
+    uint64_t delivered;  /**< put into a socket's receive queue */
+    uint64_t read;       /**< taken by a receive (not by a peek) */
+    uint64_t in_flight;  /**< on their way now */
+};
+
+/** Fills '*out' with the datagram counts of simulation 'rt' so far.
+ * Returns 0, or FUT_EINVAL ('rt' is not a simulation: '*out' zeroed).
+ * Thread: the simulation's, inside or outside fut_block_on. Not a
+ * future: nothing to cancel. */
+FUT_EXTERN int fut_sim_udp_stats(struct fut_runtime *rt,
+                                 struct fut_sim_udp_stats *out);
+
+/** Sets the bandwidth of the link between 'a' and 'b' ('a' and 'b' NULL:
+ * of every link without its own setting, the loopback of a host
+ * included) of simulation 'rt' to 'bytes_per_sec' in each direction (0:
+ * unlimited, the default). A segment or datagram of L bytes leaves its
+ * host L / bytes_per_sec seconds of virtual time after the direction
+ * finished carrying what was sent before it over the link (TCP, Unix
+ * and UDP alike, every connection sharing it), then takes the link's
+ * delay (fut_sim_latency); on a limited link TCP data goes in pieces of
+ * at most 16 KiB, so a large write reaches the reader spread over time.
+ * Applies to what is sent from now on. Returns 0, FUT_EINVAL (not a
+ * simulation, only one host NULL, a host of another runtime),
+ * FUT_ENOMEM. Thread: the simulation's, inside or outside fut_block_on.
+ * Not a future: nothing to cancel. */
+FUT_EXTERN int fut_sim_bandwidth(struct fut_runtime *rt,
+                                 struct fut_sim_host *a,
+                                 struct fut_sim_host *b,
+                                 uint64_t bytes_per_sec);
+
 /** Crashes host 'host': every task spawned on it with fut_sim_spawn_on
  * that has not finished is aborted (fut_join_abort: dropped at once when
  * idle, after its poll when running - the normal drop path, so its join
@@ -223,14 +295,14 @@ FUT_EXTERN int fut_sim_reset(struct fut_io *io);
                                   -EACCES, -EMFILE), pread (-EIO,
                                   -EAGAIN), pwrite (-EIO, -ENOSPC,
                                   -EAGAIN), fstat and fsync (-EIO) */
-/** A read or write of an open simulated TCP connection fails with a
- * spurious -EAGAIN; readiness is reported again after the host's own link
- * delay (as a later epoll event would), so the operation waits, then goes
- * on. */
+/** A read or write of an open simulated TCP or Unix stream connection
+ * fails with a spurious -EAGAIN; readiness is reported again after the
+ * host's own link delay (as a later epoll event would), so the operation
+ * waits, then goes on. (UDP sockets are not struck.) */
 #define FUT_SIM_FAULT_EAGAIN 8u
-/** A read or write of an open simulated TCP connection resets it (as
- * fut_sim_reset): that call fails with -ECONNRESET, the peer's next one
- * after the link's delay. */
+/** A read or write of an open simulated TCP or Unix stream connection
+ * resets it (as fut_sim_reset): that call fails with -ECONNRESET, the
+ * peer's next one after the link's delay. */
 #define FUT_SIM_FAULT_RESET 16u
 #define FUT_SIM_FAULT_ALL 31u /**< every kind above */
 

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The simulation's network: the third backend (backend.h), serving TCP
- * sockets from memory in virtual time (fut/sim.h, docs/simulation.md).
+/* The simulation's network: the third backend (backend.h), serving TCP,
+ * UDP and Unix stream sockets from memory in virtual time (fut/sim.h,
+ * docs/simulation.md). A Unix stream socket is a TCP endpoint named by
+ * a path of its host instead of a port (the same segments and rules); a
+ * UDP socket has a queue of datagrams received instead of a stream.
  *
  * A simulated socket is an endpoint ('struct ep') with a real placeholder
  * fd (an eventfd nobody reads), so fd-keyed tables and fut_io_fd keep
@@ -41,12 +44,24 @@
  *     partial transfers happen; a write takes at most the room left in
  *     the peer's window (SNDBUF bytes sent and not yet read);
  *   - an endpoint lives until the network is freed (closed ones too:
- *     segments may still arrive for them, answered with RST).
+ *     segments may still arrive for them, answered with RST);
+ *   - datagrams go into one queue of the network ('dgq'), by delivery
+ *     time (stable), addressed to a host and port, not an endpoint: the
+ *     socket bound there when one arrives takes it. A datagram not held
+ *     back (fut_sim_udp_faults) is never due before one its socket sent
+ *     earlier to the same place. A cut link or a down host drops
+ *     datagrams, at the send and at the arrival (TCP stalls instead);
+ *     each datagram's fate is counted once (fut_sim_udp_stats);
+ *   - bandwidth: each direction of a limited link carries one thing at
+ *     a time ('links': when it is free again); a segment leaves when the
+ *     direction has carried it, then takes the link's delay.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "io/simnet_internal.h"
 #include "platform/simfault.h"
@@ -118,15 +133,51 @@ static void table_del(int fd)
 
 /* ------------------------------------------------------- the socket calls */
 
-static int ephemeral(struct fut__backend *n, struct fut_sim_host *h)
+/* A free port of host 'h' for a socket of 'kind' (UDP ports are a
+ * namespace of their own, as in the kernel). */
+static int ephemeral(struct fut__backend *n, struct fut_sim_host *h, int kind)
 {
     int p;
     do {
         p = h->next_port++;
         if (h->next_port > 65535)
             h->next_port = FIRST_PORT;
-    } while (fut__sn_listener(n, h, p));
+    } while (kind == K_UDP ? fut__sn_udp_bound(n, h, p) != NULL
+                           : fut__sn_listener(n, h, p) != NULL);
     return p;
+}
+
+/* A Unix address: 'path' ("" : an unnamed socket, the family only). */
+static void fill_unix(const char *path, void *out, socklen_t *lenp)
+{
+    struct sockaddr_un sun;
+    memset(&sun, 0, sizeof sun);
+    sun.sun_family = AF_UNIX;
+    size_t plen = strlen(path);
+    memcpy(sun.sun_path, path, plen);
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+                                (plen ? plen + 1 : 0));
+    if (out && lenp) {
+        memcpy(out, &sun, *lenp < len ? *lenp : len);
+        *lenp = len;
+    }
+}
+
+/* The path of Unix address 'sa' into 'path'; FUT_EINVAL when it is not
+ * one, or names nothing (the abstract namespace is not simulated). */
+static int parse_unix(const void *sa, socklen_t len, char path[UNIX_PATH])
+{
+    const struct sockaddr_un *sun = sa;
+    size_t off = offsetof(struct sockaddr_un, sun_path);
+    if (!sa || len <= off || sun->sun_family != AF_UNIX || !sun->sun_path[0])
+        return FUT_EINVAL;
+    size_t max = len - off < UNIX_PATH ? len - off : UNIX_PATH;
+    size_t plen = strnlen(sun->sun_path, max);
+    if (plen >= UNIX_PATH)
+        return FUT_EINVAL;
+    memcpy(path, sun->sun_path, plen);
+    path[plen] = '\0';
+    return 0;
 }
 
 static void fill_addr(const struct fut_sim_host *h, int port, void *out,
@@ -193,7 +244,7 @@ static struct fut_sim_host *host_by_ip(struct fut__backend *n, int family,
     return NULL;
 }
 
-static long do_socket(struct fut__backend *n)
+static long do_socket(struct fut__backend *n, int kind)
 {
     struct fut_sim_host *h = fut__simnet_current;
     if (!h || h->net != n)
@@ -203,6 +254,7 @@ static long do_socket(struct fut__backend *n)
     struct ep *e = fut__sn_ep_new(n, h);
     if (!e)
         return FUT_ENOMEM;
+    e->kind = kind;
     int fd = fut__sys_eventfd();
     if (fd < 0)
         return fd; /* 'e' stays, unused, until the network goes */
@@ -215,14 +267,36 @@ static long do_socket(struct fut__backend *n)
     return fd;
 }
 
+/* A Unix path is a name in its host's namespace (each host a machine
+ * with its own file system): taken while a listener bound to it is open,
+ * or a socket bound to it that has not connected (the connections a
+ * listener accepted carry its path as their name, but do not hold it). */
+static long bind_unix(struct ep *e, const void *sa, socklen_t len)
+{
+    char path[UNIX_PATH];
+    if (parse_unix(sa, len, path) < 0)
+        return FUT_EINVAL;
+    if (e->path[0] || e->state != ST_NEW)
+        return FUT_EINVAL;
+    for (struct ep *o = e->net->eps; o; o = o->next)
+        if (o->kind == K_UNIX && o != e && o->host == e->host && !o->closed &&
+            !o->crashed && strcmp(o->path, path) == 0 &&
+            (o->listener || o->state == ST_NEW))
+            return -EADDRINUSE;
+    memcpy(e->path, path, sizeof path);
+    return 0;
+}
+
 static long do_bind(struct ep *e, const void *sa, socklen_t len)
 {
     int family, port, any, lo;
     unsigned char ip[16];
-    if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
-        return FUT_EINVAL;
     if (e->crashed)
         return -ENETDOWN;
+    if (e->kind == K_UNIX)
+        return bind_unix(e, sa, len);
+    if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
+        return FUT_EINVAL;
     if (e->port || e->state != ST_NEW)
         return FUT_EINVAL;
     struct fut_sim_host *h = e->host;
@@ -231,10 +305,11 @@ static long do_bind(struct ep *e, const void *sa, socklen_t len)
         if (!h)
             return -EADDRNOTAVAIL;
     }
-    if (port && fut__sn_listener(e->net, h, port))
+    if (port && (e->kind == K_UDP ? fut__sn_udp_bound(e->net, h, port)
+                                  : fut__sn_listener(e->net, h, port)))
         return -EADDRINUSE;
     e->host = h; /* a bind to a host's address puts it there */
-    e->port = port ? port : ephemeral(e->net, h);
+    e->port = port ? port : ephemeral(e->net, h, e->kind);
     return 0;
 }
 
@@ -244,19 +319,67 @@ static long do_listen(struct ep *e, int backlog)
 {
     if (e->crashed)
         return -ENETDOWN;
-    if (e->state != ST_NEW)
+    if (e->state != ST_NEW || e->kind == K_UDP ||
+        (e->kind == K_UNIX && !e->path[0]))
         return FUT_EINVAL;
     e->backlog = backlog < 0 || backlog > MAX_BACKLOG ? MAX_BACKLOG : backlog;
-    if (!e->port)
-        e->port = ephemeral(e->net, e->host);
+    if (!e->port && e->kind == K_TCP)
+        e->port = ephemeral(e->net, e->host, K_TCP);
     e->listener = 1;
     return 0;
+}
+
+/* A datagram socket's connect only records the peer (never blocks). */
+static long connect_udp(struct ep *e, const void *sa, socklen_t len)
+{
+    int family, port, any, lo;
+    unsigned char ip[16];
+    if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
+        return FUT_EINVAL;
+    struct fut_sim_host *h =
+        lo || any ? e->host : host_by_ip(e->net, family, ip);
+    if (!h)
+        return -ENETUNREACH;
+    if (!e->port)
+        e->port = ephemeral(e->net, e->host, K_UDP);
+    e->rhost = h;
+    e->rport = port;
+    return 0;
+}
+
+/* A Unix connect goes to a path of the socket's own host: as TCP's, by
+ * a SYN over the host's own link (the path in its data), except that a
+ * path nobody listens on fails at once (-ENOENT, as a missing file). */
+static long connect_unix(struct ep *e, const void *sa, socklen_t len)
+{
+    char path[UNIX_PATH];
+    if (parse_unix(sa, len, path) < 0)
+        return FUT_EINVAL;
+    if (e->listener)
+        return FUT_EINVAL;
+    if (e->state == ST_CONNECTING)
+        return -EALREADY;
+    if (e->state != ST_NEW)
+        return -EISCONN;
+    if (!fut__sn_unix_listener(e->net, e->host, path))
+        return -ENOENT;
+    memcpy(e->rpath, path, sizeof path);
+    e->rhost = e->host;
+    e->state = ST_CONNECTING;
+    fut__sn_send(e, SEG_SYN, NULL, e->host, 0, path, strlen(path) + 1);
+    return -EINPROGRESS;
 }
 
 static long do_connect(struct ep *e, const void *sa, socklen_t len)
 {
     int family, port, any, lo;
     unsigned char ip[16];
+    if (e->crashed)
+        return -ENETDOWN;
+    if (e->kind == K_UDP)
+        return connect_udp(e, sa, len);
+    if (e->kind == K_UNIX)
+        return connect_unix(e, sa, len);
     if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
         return FUT_EINVAL;
     if (e->listener)
@@ -271,7 +394,7 @@ static long do_connect(struct ep *e, const void *sa, socklen_t len)
     if (!h || any)
         return -ENETUNREACH;
     if (!e->port)
-        e->port = ephemeral(e->net, e->host);
+        e->port = ephemeral(e->net, e->host, K_TCP);
     e->rhost = h;
     e->rport = port;
     e->state = ST_CONNECTING;
@@ -281,6 +404,8 @@ static long do_connect(struct ep *e, const void *sa, socklen_t len)
 
 static long do_shutdown(struct ep *e, int how)
 {
+    if (e->kind == K_UDP)
+        return e->rhost ? 0 : -ENOTCONN; /* nothing to tell a peer */
     if (e->state != ST_OPEN)
         return -ENOTCONN;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !e->wr_shut) {
@@ -297,6 +422,10 @@ static long do_shutdown(struct ep *e, int how)
 static void ep_close(struct ep *e)
 {
     e->closed = 1;
+    if (e->kind == K_UDP) { /* what it held is never read */
+        fut__sn_dq_drop(e);
+        return;
+    }
     if (e->listener) { /* connections nobody accepted are reset */
         struct ep *a;
         while ((a = e->aq_head)) {
@@ -328,7 +457,7 @@ static long do_getsockopt(struct ep *e, int level, int name, void *out,
         v = e->err;
         e->err = 0;
     } else if (level == SOL_SOCKET && name == SO_TYPE) {
-        v = SOCK_STREAM;
+        v = e->kind == K_UDP ? SOCK_DGRAM : SOCK_STREAM;
     } else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {
         v = e->listener;
     }
@@ -341,11 +470,18 @@ static long do_getsockopt(struct ep *e, int level, int name, void *out,
 
 static long do_getsockname(struct ep *e, int peer, void *out, socklen_t *lenp)
 {
+    if (e->kind == K_UNIX) {
+        if (peer && e->state != ST_OPEN)
+            return -ENOTCONN;
+        fill_unix(peer ? e->rpath : e->path, out, lenp);
+        return 0;
+    }
     if (!peer) {
         fill_addr(e->host, e->port, out, lenp);
         return 0;
     }
-    if (!e->rhost || e->state == ST_CONNECTING || e->state == ST_NEW)
+    if (!e->rhost || (e->kind == K_TCP &&
+                      (e->state == ST_CONNECTING || e->state == ST_NEW)))
         return -ENOTCONN;
     fill_addr(e->rhost, e->rport, out, lenp);
     return 0;
@@ -359,8 +495,13 @@ static int net_hook(struct fut__sys_netcall *c, long *res)
         if (!d || d->bvt != &fut__backend_sim)
             return 0;
         int type = c->b & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if ((c->a == AF_INET || c->a == AF_INET6) && type == SOCK_STREAM)
-            *res = do_socket(d->be);
+        int inet = c->a == AF_INET || c->a == AF_INET6;
+        if (inet && type == SOCK_STREAM)
+            *res = do_socket(d->be, K_TCP);
+        else if (inet && type == SOCK_DGRAM)
+            *res = do_socket(d->be, K_UDP);
+        else if (c->a == AF_UNIX && type == SOCK_STREAM)
+            *res = do_socket(d->be, K_UNIX);
         else
             *res = FUT_EINVAL; /* not simulated: no real socket either */
         return 1;
@@ -438,6 +579,38 @@ static long sim_read(struct ep *e, void *buf, size_t len, int peek)
     return e->state == ST_NEW ? -ENOTCONN : -EAGAIN;
 }
 
+/* The bytes a write operation gives: its buffer, or its iovecs. */
+static size_t op_len(const struct fut__op *op)
+{
+    if (op->kind != FUT__OP_WRITEV && op->kind != FUT__OP_SENDV)
+        return op->len;
+    size_t total = 0;
+    for (int i = 0; i < op->iovcnt; i++)
+        total += op->iov[i].iov_len;
+    return total;
+}
+
+/* The first 'n' (> 0) of those bytes in a new buffer of 'n' (the
+ * caller frees it), or NULL: no memory. */
+static char *op_gather(const struct fut__op *op, size_t n)
+{
+    char *buf = fut__alloc(n);
+    if (!buf)
+        return NULL;
+    if (op->kind != FUT__OP_WRITEV && op->kind != FUT__OP_SENDV) {
+        memcpy(buf, op->buf, n);
+        return buf;
+    }
+    size_t off = 0;
+    for (int i = 0; i < op->iovcnt && off < n; i++) {
+        size_t k =
+            op->iov[i].iov_len < n - off ? op->iov[i].iov_len : n - off;
+        memcpy(buf + off, op->iov[i].iov_base, k);
+        off += k;
+    }
+    return buf;
+}
+
 static long sim_write(struct ep *e, const struct fut__op *op)
 {
     if (e->listener)
@@ -453,29 +626,14 @@ static long sim_write(struct ep *e, const struct fut__op *op)
         return -ENOTCONN;
     if (e->state == ST_CONNECTING || e->unacked >= SNDBUF)
         return -EAGAIN;
-    struct iovec one = {op->buf, op->len};
-    const struct iovec *iov = &one;
-    int cnt = 1;
-    if (op->kind == FUT__OP_WRITEV || op->kind == FUT__OP_SENDV) {
-        iov = op->iov;
-        cnt = op->iovcnt;
-    }
-    size_t total = 0;
-    for (int i = 0; i < cnt; i++)
-        total += iov[i].iov_len;
+    size_t total = op_len(op);
     if (total == 0)
         return 0;
     size_t room = SNDBUF - e->unacked;
     size_t n = cut_len(e->net, total < room ? total : room);
-    char *buf = fut__alloc(n);
+    char *buf = op_gather(op, n);
     if (!buf)
         return FUT_ENOMEM;
-    size_t off = 0;
-    for (int i = 0; i < cnt && off < n; i++) {
-        size_t k = iov[i].iov_len < n - off ? iov[i].iov_len : n - off;
-        memcpy(buf + off, iov[i].iov_base, k);
-        off += k;
-    }
     fut__sn_send(e, SEG_DATA, e->peer, NULL, 0, buf, n);
     fut__free(buf, n);
     e->unacked += n;
@@ -505,7 +663,10 @@ static long sim_accept(struct ep *l, const struct fut__op *op)
     a->fd = fd;
     if (op->addr && op->alen) {
         *op->alen = sizeof(struct sockaddr_storage);
-        fill_addr(a->rhost, a->rport, op->addr, op->alen);
+        if (a->kind == K_UNIX)
+            fill_unix(a->rpath, op->addr, op->alen);
+        else
+            fill_addr(a->rhost, a->rport, op->addr, op->alen);
     }
     return fd;
 }
@@ -543,6 +704,67 @@ static long sock_fault(struct ep *e)
     return 0;
 }
 
+/* A UDP socket's receive (read, recv, recvfrom): its first datagram,
+ * cut to 'len' (the rest of it is lost, as recv(2) does); with MSG_PEEK
+ * it stays. The sender's address to op->addr for RECVFROM. */
+static long udp_recv(struct ep *e, const struct fut__op *op)
+{
+    if (e->crashed)
+        return -ENETDOWN;
+    struct dgram *g = e->dq_head;
+    if (!g)
+        return -EAGAIN;
+    size_t k = g->len < op->len ? g->len : op->len;
+    memcpy(op->buf, g->data, k);
+    if (op->kind == FUT__OP_RECVFROM && op->addr && op->alen) {
+        *op->alen = sizeof(struct sockaddr_storage);
+        fill_addr(g->src, g->sport, op->addr, op->alen);
+    }
+    if (op->flags & MSG_PEEK)
+        return (long)k;
+    e->dq_head = g->next;
+    if (!e->dq_head)
+        e->dq_tail = NULL;
+    e->dq_bytes -= g->len + 256;
+    fut__free(g, sizeof *g + g->len);
+    e->net->udp.read++;
+    return (long)k;
+}
+
+/* A UDP socket's send (sendto, or send/write/writev to the connected
+ * peer): one datagram, never blocking (a datagram the network cannot
+ * carry is lost on the way, not refused here). */
+static long udp_send(struct ep *e, const struct fut__op *op)
+{
+    if (e->crashed)
+        return -ENETDOWN;
+    struct fut_sim_host *dst = e->rhost;
+    int dport = e->rport;
+    if (op->kind == FUT__OP_SENDTO) {
+        int family, any, lo;
+        unsigned char ip[16];
+        if (parse_addr(op->addr, *op->alen, &family, ip, &dport, &any, &lo) <
+            0)
+            return FUT_EINVAL;
+        dst = lo || any ? e->host : host_by_ip(e->net, family, ip);
+        if (!dst)
+            return -ENETUNREACH;
+    } else if (!dst) {
+        return -EDESTADDRREQ;
+    }
+    size_t total = op_len(op);
+    if (total > UDP_MAX)
+        return -EMSGSIZE;
+    char *buf = total ? op_gather(op, total) : NULL;
+    if (total && !buf)
+        return FUT_ENOMEM;
+    if (!e->port)
+        e->port = ephemeral(e->net, e->host, K_UDP);
+    fut__sn_dgram(e, dst, dport, buf, total);
+    fut__free(buf, total);
+    return (long)total;
+}
+
 /* fut__io_do_with's call: the operation on the endpoint. */
 static long sim_call(struct fut__io *io, const struct fut__op *op)
 {
@@ -553,6 +775,11 @@ static long sim_call(struct fut__io *io, const struct fut__op *op)
     fut__sys_shortened = 1;
     if (!e)
         return FUT_EINVAL;
+    if (e->kind == K_UDP && op->kind == FUT__OP_ACCEPT)
+        return FUT_EINVAL; /* not a listener */
+    if (e->kind == K_UDP)
+        return fut__op_dir(op) == FUT__DIR_READ ? udp_recv(e, op)
+                                                : udp_send(e, op);
     long fault = op->kind == FUT__OP_ACCEPT ? 0 : sock_fault(e);
     if (fault)
         return fault;
@@ -568,7 +795,7 @@ static long sim_call(struct fut__io *io, const struct fut__op *op)
     case FUT__OP_ACCEPT:
         return sim_accept(e, op);
     default:
-        return -EOPNOTSUPP; /* datagrams are not simulated */
+        return -EOPNOTSUPP; /* recvfrom, sendto on a stream */
     }
 }
 
@@ -615,6 +842,7 @@ static void sim_destroy(struct fut__backend *n)
             table_del(e->fd);
         fut__sn_drop_queue(&e->inq);
         fut__sn_drop_queue(&e->synq);
+        fut__sn_dq_drop(e);
         fut__free(e->rx, e->rx_cap);
         fut__free(e, sizeof *e);
         e = next;
@@ -625,8 +853,12 @@ static void sim_destroy(struct fut__backend *n)
         fut__free(h, sizeof *h);
         h = next;
     }
+    fut__sn_drop_queue(&n->dgq);
     free_pairs(n->parts);
     free_pairs(n->lats);
+    free_pairs(n->udpf);
+    free_pairs(n->bws);
+    free_pairs(n->links);
     fut__free(n, sizeof *n);
 }
 

@@ -59,6 +59,21 @@ int fut__simnet_crash(struct fut_sim_host *h);
 int fut__simnet_restart(struct fut_sim_host *h);
 /* 1 when host 'h' is down (crashed, not restarted). */
 int fut__simnet_down(struct fut_sim_host *h);
+/* The datagram counts of a network (fut_sim_udp_stats says each). */
+struct fut__simnet_udp_stats {
+    uint64_t sent, duplicated, reordered, lost, cut, no_socket, overflow,
+        delivered, read, in_flight;
+};
+/* fut_sim_udp_stats: the counts so far ('in_flight' counted now). */
+void fut__simnet_udp_stats(struct fut__backend *b,
+                           struct fut__simnet_udp_stats *out);
+/* fut_sim_udp_faults, fut_sim_bandwidth: a link's settings ('x' and 'y'
+ * NULL: the default of every link without its own). 0 or FUT_ENOMEM. */
+int fut__simnet_udp_faults(struct fut__backend *b, struct fut_sim_host *x,
+                           struct fut_sim_host *y, uint32_t loss,
+                           uint32_t dup, uint32_t reorder);
+int fut__simnet_bandwidth(struct fut__backend *b, struct fut_sim_host *x,
+                          struct fut_sim_host *y, uint64_t bps);
 /* The network of host 'h', and the runtime it was made for. */
 struct fut__backend *fut__simnet_of(struct fut_sim_host *h);
 struct fut_runtime *fut__simnet_rt(struct fut_sim_host *h);

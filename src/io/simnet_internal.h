@@ -15,12 +15,20 @@
 #define FIRST_PORT 49152
 #define DEFAULT_MIN_NS 1000000
 #define DEFAULT_MAX_NS 3000000
-#define MAX_BACKLOG 4096 /* Linux's default net.core.somaxconn */
+#define MAX_BACKLOG 4096     /* Linux's default net.core.somaxconn */
+#define UDP_MAX 65507        /* the largest IPv4 UDP payload */
+#define UDP_RCVBUF 212992    /* Linux's default net.core.rmem_default */
+#define BW_CHUNK (16 * 1024) /* a bandwidth-limited write's piece */
+#define UNIX_PATH 108        /* sizeof sun_path */
 
 /* SEG_POKE: an endpoint's own note to itself, reporting readiness again
  * after a seeded spurious EAGAIN (FUT_SIM_FAULT_EAGAIN). */
-enum { SEG_SYN, SEG_SYNACK, SEG_DATA, SEG_FIN, SEG_RST, SEG_POKE };
+/* SEG_DGRAM: a UDP datagram, in the network's datagram queue. */
+enum { SEG_SYN, SEG_SYNACK, SEG_DATA, SEG_FIN, SEG_RST, SEG_POKE, SEG_DGRAM };
 enum { ST_NEW, ST_CONNECTING, ST_OPEN, ST_DEAD };
+/* What an endpoint is: a TCP socket, a UDP socket, a Unix stream socket
+ * (a stream like TCP's, named by a path in its host's namespace). */
+enum { K_TCP, K_UDP, K_UNIX };
 
 struct ep;
 
@@ -32,14 +40,25 @@ struct seg {
     struct ep *from, *to; /* SYN: 'to' NULL, 'dst'/'dport' name it;
                              a refusal's RST: 'from' NULL */
     struct fut_sim_host *src, *dst; /* the link (partitions, latency) */
-    int dport;                      /* SYN: the port connected to */
-    size_t len;                     /* DATA: bytes in 'data' */
+    int dport;                      /* SYN, DGRAM: the port sent to */
+    int sport;                      /* DGRAM: the sender's port */
+    int held;                       /* DGRAM: held back (reordered) */
+    size_t len; /* DATA, DGRAM: bytes in 'data'; a Unix SYN: the path */
     char data[];
 };
 
 /* One direction's segments, in delivery order. */
 struct queue {
     struct seg *head, *tail;
+};
+
+/* A datagram a UDP socket received, not read yet. */
+struct dgram {
+    struct dgram *next;
+    struct fut_sim_host *src; /* the sender's host and port */
+    int sport;
+    size_t len;
+    char data[];
 };
 
 struct fut_sim_host {
@@ -75,19 +94,29 @@ struct ep {
     size_t unacked;    /* bytes sent to the peer, not yet read by it */
     struct queue inq;  /* segments toward this endpoint */
     struct queue synq; /* this endpoint's SYN */
-    struct ep *aq_head, *aq_tail; /* listener: connections to accept */
-    struct ep *aq_next;           /* in its listener's queue */
-    int aq_len;                   /* listener: connections in its queue */
-    int backlog;                  /* listener: more than this many
+    struct ep *aq_head, *aq_tail;    /* listener: connections to accept */
+    struct ep *aq_next;              /* in its listener's queue */
+    int aq_len;                      /* listener: connections in its queue */
+    int backlog;                     /* listener: more than this many
                                      waiting refuses a connect */
-    int crashed;                  /* its host crashed (listener: gone) */
+    int crashed;                     /* its host crashed (listener: gone) */
+    int kind;                        /* K_TCP, K_UDP, K_UNIX */
+    char path[UNIX_PATH];            /* K_UNIX: its name ("": none) */
+    char rpath[UNIX_PATH];           /* K_UNIX: the peer's name */
+    struct dgram *dq_head, *dq_tail; /* K_UDP: datagrams to read */
+    size_t dq_bytes;                 /* ... their bytes (UDP_RCVBUF) */
 };
 
-/* A pair of hosts: a partition, or a link's latency. */
+/* A pair of hosts: a partition, a link's latency, its UDP faults, its
+ * bandwidth, or (links) the state of a bandwidth-limited link. */
 struct pair {
     struct pair *next;
     struct fut_sim_host *a, *b;
-    int64_t min_ns, max_ns; /* latency (partitions: unused) */
+    int64_t min_ns, max_ns;      /* lats: latency */
+    uint32_t loss, dup, reorder; /* udpf: chances per million */
+    uint64_t bps;                /* bws: bytes per second, 0: no limit */
+    int64_t busy[2];             /* links: when the direction a->b
+                                        ([0]) and b->a ([1]) is free */
 };
 
 /* The network (the backend's state). */
@@ -98,7 +127,13 @@ struct fut__backend {
     struct fut_sim_host *hosts;          /* every host, in order */
     struct fut_sim_host *deflt;          /* 127.0.0.1 */
     struct pair *parts, *lats;           /* cut links; link latencies */
+    struct pair *udpf, *bws, *links;     /* UDP faults; bandwidths; the
+                                            limited links' state */
     int64_t min_ns, max_ns;              /* the default latency */
+    uint32_t loss, dup, reorder;         /* the default UDP faults */
+    uint64_t bps;                        /* the default bandwidth */
+    struct queue dgq;                    /* datagrams in flight, by time */
+    struct fut__simnet_udp_stats udp;    /* fut_sim_udp_stats */
     struct fut__simrng rng; /* draws outside the simulation's polls */
     uint32_t tick;          /* the readiness word's event tick */
     struct fut__timer tm;   /* the delivery timer */
@@ -128,6 +163,20 @@ struct ep *fut__sn_ep_new(struct fut__backend *n, struct fut_sim_host *h);
 /* The open listener on port 'port' of host 'h', or NULL. */
 struct ep *fut__sn_listener(struct fut__backend *n, struct fut_sim_host *h,
                             int port);
+
+/* Sends a datagram of 'len' bytes from UDP socket 'from' to port
+ * 'dport' of host 'dst', with the link's loss, duplication and
+ * reordering (fut_sim_udp_faults). */
+void fut__sn_dgram(struct ep *from, struct fut_sim_host *dst, int dport,
+                   const void *data, size_t len);
+/* The open UDP socket bound to port 'port' of host 'h', or NULL. */
+struct ep *fut__sn_udp_bound(struct fut__backend *n, struct fut_sim_host *h,
+                             int port);
+/* The open Unix stream listener at 'path' on host 'h', or NULL. */
+struct ep *fut__sn_unix_listener(struct fut__backend *n,
+                                 struct fut_sim_host *h, const char *path);
+/* Frees the datagrams UDP socket 'e' holds (they are never read). */
+void fut__sn_dq_drop(struct ep *e);
 
 /* Frees every segment of 'q' and empties it. */
 void fut__sn_drop_queue(struct queue *q);

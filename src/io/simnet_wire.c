@@ -28,12 +28,37 @@ static struct pair *find_pair(struct pair *l, struct fut_sim_host *a,
     return NULL;
 }
 
-/* 1 when segment 's' cannot go now: its link is cut, or the host it goes
- * to is down (crashed: it answers nothing until restarted). */
+/* The entry for 'a' and 'b' in list '*l', made (zeroed) when there is
+ * none; NULL: no memory. */
+static struct pair *pair_get(struct pair **l, struct fut_sim_host *a,
+                             struct fut_sim_host *b)
+{
+    struct pair *p = find_pair(*l, a, b);
+    if (p)
+        return p;
+    p = fut__alloc(sizeof *p);
+    if (!p)
+        return NULL;
+    memset(p, 0, sizeof *p);
+    p->a = a;
+    p->b = b;
+    p->next = *l;
+    *l = p;
+    return p;
+}
+
+/* 1 when nothing goes from 'src' to 'dst' now: the link is cut, or 'dst'
+ * is down (crashed: it answers nothing until restarted). */
+static int link_cut(struct fut__backend *n, struct fut_sim_host *src,
+                    struct fut_sim_host *dst)
+{
+    return dst->down || (src != dst && find_pair(n->parts, src, dst));
+}
+
+/* 1 when segment 's' cannot go now (link_cut). */
 static int cut_off(struct fut__backend *n, const struct seg *s)
 {
-    return s->dst->down ||
-           (s->src != s->dst && find_pair(n->parts, s->src, s->dst));
+    return link_cut(n, s->src, s->dst);
 }
 
 static int64_t delay(struct fut__backend *n, struct fut_sim_host *a,
@@ -43,6 +68,34 @@ static int64_t delay(struct fut__backend *n, struct fut_sim_host *a,
     int64_t lo = p ? p->min_ns : n->min_ns, hi = p ? p->max_ns : n->max_ns;
     int64_t d = lo + (int64_t)fut__sn_draw(n, (uint64_t)(hi - lo) + 1);
     return d > 0 ? d : 1; /* after now: never due within this turn */
+}
+
+/* The bandwidth of the link between 'a' and 'b' (0: unlimited). */
+static uint64_t bandwidth(struct fut__backend *n, struct fut_sim_host *a,
+                          struct fut_sim_host *b)
+{
+    struct pair *p = find_pair(n->bws, a, b);
+    return p ? p->bps : n->bps;
+}
+
+/* When a segment of 'len' bytes sent now from 'a' to 'b' has left 'a':
+ * now on an unlimited link; else after what the direction carries
+ * already, at its bandwidth (the link's propagation delay comes on top:
+ * delay). A link whose state cannot be allocated is unlimited once. */
+static int64_t leave_at(struct fut__backend *n, struct fut_sim_host *a,
+                        struct fut_sim_host *b, size_t len)
+{
+    int64_t now = now_of(n);
+    uint64_t bps = bandwidth(n, a, b);
+    if (!bps)
+        return now;
+    struct pair *l = pair_get(&n->links, a, b);
+    if (!l)
+        return now;
+    int64_t *busy = &l->busy[l->a == a ? 0 : 1];
+    int64_t start = *busy > now ? *busy : now;
+    *busy = start + (int64_t)(((uint64_t)len * 1000000000u + bps - 1) / bps);
+    return *busy;
 }
 
 /* Reports 'bits' to the endpoint's handle, as an epoll event would. */
@@ -100,6 +153,9 @@ static void rearm(struct fut__backend *n)
             if (h[i] && h[i]->at < next && !cut_off(n, h[i]))
                 next = h[i]->at;
     }
+    /* Datagrams are due even across a cut: they are dropped then. */
+    if (n->dgq.head && n->dgq.head->at < next)
+        next = n->dgq.head->at;
     if (next != INT64_MAX) {
         arm_at(n, next);
     } else if (n->armed) {
@@ -131,7 +187,8 @@ static void send_from(struct fut__backend *n, struct fut_sim_host *src,
     if (len)
         memcpy(s->data, data, len);
     struct queue *q = to ? &to->inq : &from->synq;
-    s->at = now_of(n) + delay(n, s->src, s->dst);
+    s->at = leave_at(n, s->src, s->dst, len);
+    s->at += delay(n, s->src, s->dst);
     if (q->tail && q->tail->at > s->at)
         s->at = q->tail->at; /* a direction stays in order */
     if (q->tail)
@@ -143,11 +200,24 @@ static void send_from(struct fut__backend *n, struct fut_sim_host *src,
         arm_at(n, s->at);
 }
 
+/* On a bandwidth-limited link data goes in pieces of at most BW_CHUNK
+ * bytes, each arriving when the link has carried it: a large write
+ * reaches the reader spread over time, as it would from a real link. */
 void fut__sn_send(struct ep *from, int kind, struct ep *to,
                   struct fut_sim_host *dst, int dport, const void *data,
                   size_t len)
 {
-    send_from(from->net, from->host, from, kind, to, dst, dport, data, len);
+    struct fut__backend *n = from->net;
+    if (kind == SEG_DATA && len > BW_CHUNK &&
+        bandwidth(n, from->host, to->host)) {
+        const char *p = data;
+        for (size_t off = 0; off < len; off += BW_CHUNK) {
+            size_t k = len - off < BW_CHUNK ? len - off : BW_CHUNK;
+            send_from(n, from->host, from, kind, to, dst, dport, p + off, k);
+        }
+        return;
+    }
+    send_from(n, from->host, from, kind, to, dst, dport, data, len);
 }
 
 void fut__sn_poke(struct ep *e)
@@ -192,8 +262,28 @@ struct ep *fut__sn_listener(struct fut__backend *n, struct fut_sim_host *h,
                             int port)
 {
     for (struct ep *e = n->eps; e; e = e->next)
-        if (e->listener && !e->closed && !e->crashed && e->host == h &&
-            e->port == port)
+        if (e->kind == K_TCP && e->listener && !e->closed && !e->crashed &&
+            e->host == h && e->port == port)
+            return e;
+    return NULL;
+}
+
+struct ep *fut__sn_unix_listener(struct fut__backend *n,
+                                 struct fut_sim_host *h, const char *path)
+{
+    for (struct ep *e = n->eps; e; e = e->next)
+        if (e->kind == K_UNIX && e->listener && !e->closed && !e->crashed &&
+            e->host == h && strcmp(e->path, path) == 0)
+            return e;
+    return NULL;
+}
+
+struct ep *fut__sn_udp_bound(struct fut__backend *n, struct fut_sim_host *h,
+                             int port)
+{
+    for (struct ep *e = n->eps; e; e = e->next)
+        if (e->kind == K_UDP && e->port == port && port && !e->closed &&
+            !e->crashed && e->host == h)
             return e;
     return NULL;
 }
@@ -228,7 +318,9 @@ static int rx_append(struct ep *e, const char *p, size_t len)
 static void apply_syn(struct fut__backend *n, struct seg *s)
 {
     struct ep *c = s->from;
-    struct ep *l = fut__sn_listener(n, s->dst, s->dport);
+    struct ep *l = c->kind == K_UNIX
+                       ? fut__sn_unix_listener(n, s->dst, s->data)
+                       : fut__sn_listener(n, s->dst, s->dport);
     /* Nobody listens, or the accept queue holds more than the backlog
      * (Linux's test: backlog + 1 wait at most): refused. */
     struct ep *a =
@@ -239,6 +331,11 @@ static void apply_syn(struct fut__backend *n, struct seg *s)
         return;
     }
     a->state = ST_OPEN;
+    a->kind = c->kind;
+    if (c->kind == K_UNIX) { /* named by the listener's path (Linux) */
+        memcpy(a->path, l->path, sizeof a->path);
+        memcpy(a->rpath, c->path, sizeof a->rpath);
+    }
     a->port = s->dport;
     a->rhost = c->host;
     a->rport = c->port;
@@ -297,6 +394,55 @@ static void apply(struct fut__backend *n, struct seg *s)
     }
 }
 
+/* A datagram arrives: to the socket bound to its port (a connected one
+ * takes only its peer's), unless the link was cut meanwhile or the
+ * socket's buffer is full (each datagram counts 256 bytes more than its
+ * payload, as the kernel's accounting does roughly). */
+static void apply_dgram(struct fut__backend *n, struct seg *s)
+{
+    if (link_cut(n, s->src, s->dst)) {
+        n->udp.cut++;
+        return;
+    }
+    struct ep *e = fut__sn_udp_bound(n, s->dst, s->dport);
+    if (!e || (e->rhost && (e->rhost != s->src || e->rport != s->sport))) {
+        n->udp.no_socket++;
+        return;
+    }
+    struct dgram *g = NULL;
+    if (e->dq_bytes + s->len + 256 <= UDP_RCVBUF)
+        g = fut__alloc(sizeof *g + s->len);
+    if (!g) {
+        n->udp.overflow++;
+        return;
+    }
+    g->next = NULL;
+    g->src = s->src;
+    g->sport = s->sport;
+    g->len = s->len;
+    memcpy(g->data, s->data, s->len);
+    if (e->dq_tail)
+        e->dq_tail->next = g;
+    else
+        e->dq_head = g;
+    e->dq_tail = g;
+    e->dq_bytes += s->len + 256;
+    n->udp.delivered++;
+    fut__sn_notify(e, FUT__RD_READ);
+}
+
+void fut__sn_dq_drop(struct ep *e)
+{
+    struct dgram *g = e->dq_head;
+    while (g) {
+        struct dgram *next = g->next;
+        fut__free(g, sizeof *g + g->len);
+        g = next;
+    }
+    e->dq_head = e->dq_tail = NULL;
+    e->dq_bytes = 0;
+}
+
 /* Applies every due segment that is not cut off, endpoint by endpoint in
  * creation order (see the rules); then arms the timer for the next. */
 static void deliver(struct fut__backend *n)
@@ -315,6 +461,14 @@ static void deliver(struct fut__backend *n)
                 fut__free(s, sizeof *s + s->len);
             }
         }
+    }
+    struct seg *s;
+    while ((s = n->dgq.head) && s->at <= now) {
+        n->dgq.head = s->next;
+        if (!n->dgq.head)
+            n->dgq.tail = NULL;
+        apply_dgram(n, s);
+        fut__free(s, sizeof *s + s->len);
     }
     rearm(n);
 }
@@ -391,20 +545,138 @@ int fut__simnet_latency(struct fut__backend *b, struct fut_sim_host *x,
         b->max_ns = max_ns;
         return 0;
     }
-    struct pair *p = find_pair(b->lats, x, y);
-    if (!p) {
-        p = fut__alloc(sizeof *p);
-        if (!p)
-            return FUT_ENOMEM;
-        memset(p, 0, sizeof *p);
-        p->a = x;
-        p->b = y;
-        p->next = b->lats;
-        b->lats = p;
-    }
+    struct pair *p = pair_get(&b->lats, x, y);
+    if (!p)
+        return FUT_ENOMEM;
     p->min_ns = min_ns;
     p->max_ns = max_ns;
     return 0;
+}
+
+int fut__simnet_udp_faults(struct fut__backend *b, struct fut_sim_host *x,
+                           struct fut_sim_host *y, uint32_t loss,
+                           uint32_t dup, uint32_t reorder)
+{
+    if (!x) {
+        b->loss = loss;
+        b->dup = dup;
+        b->reorder = reorder;
+        return 0;
+    }
+    struct pair *p = pair_get(&b->udpf, x, y);
+    if (!p)
+        return FUT_ENOMEM;
+    p->loss = loss;
+    p->dup = dup;
+    p->reorder = reorder;
+    return 0;
+}
+
+int fut__simnet_bandwidth(struct fut__backend *b, struct fut_sim_host *x,
+                          struct fut_sim_host *y, uint64_t bps)
+{
+    if (!x) {
+        b->bps = bps;
+        return 0;
+    }
+    struct pair *p = pair_get(&b->bws, x, y);
+    if (!p)
+        return FUT_ENOMEM;
+    p->bps = bps;
+    return 0;
+}
+
+void fut__simnet_udp_stats(struct fut__backend *b,
+                           struct fut__simnet_udp_stats *out)
+{
+    *out = b->udp;
+    out->in_flight = 0;
+    for (struct seg *s = b->dgq.head; s; s = s->next)
+        out->in_flight++;
+}
+
+/* ---------------------------------------------------------- datagrams */
+
+/* The largest one-way delay of the link between 'a' and 'b'. */
+static int64_t link_max(struct fut__backend *n, struct fut_sim_host *a,
+                        struct fut_sim_host *b)
+{
+    struct pair *p = find_pair(n->lats, a, b);
+    return p ? p->max_ns : n->max_ns;
+}
+
+/* Puts one copy of a datagram into the network's queue, by delivery
+ * time (after those due at the same time: stable). A datagram not held
+ * back arrives after the ones its socket sent before to the same place
+ * (a path keeps order); a held one gets an extra delay of up to four
+ * times the link's largest, and what is sent after it may overtake it. */
+static void dgram_queue(struct fut__backend *n, struct ep *from,
+                        struct fut_sim_host *dst, int dport, const void *data,
+                        size_t len, int held)
+{
+    struct seg *s = fut__alloc(sizeof *s + len);
+    if (!s) {
+        n->udp.lost++; /* as a full queue on the way would */
+        return;
+    }
+    memset(s, 0, sizeof *s);
+    s->kind = SEG_DGRAM;
+    s->from = from;
+    s->src = from->host;
+    s->dst = dst;
+    s->dport = dport;
+    s->sport = from->port;
+    s->held = held;
+    s->len = len;
+    if (len)
+        memcpy(s->data, data, len);
+    s->at = leave_at(n, s->src, dst, len) + delay(n, s->src, dst);
+    if (held)
+        s->at += 1 + (int64_t)fut__sn_draw(
+                         n, 4 * (uint64_t)link_max(n, s->src, dst) + 1);
+    struct seg **pp = &n->dgq.head;
+    for (struct seg *q = n->dgq.head; q; q = q->next)
+        if (!held && !q->held && q->from == from && q->dst == dst &&
+            q->dport == dport && q->at > s->at)
+            s->at = q->at;
+    while (*pp && (*pp)->at <= s->at)
+        pp = &(*pp)->next;
+    s->next = *pp;
+    *pp = s;
+    if (!s->next)
+        n->dgq.tail = s;
+    if (!n->armed || s->at < n->armed_at)
+        arm_at(n, s->at);
+}
+
+void fut__sn_dgram(struct ep *from, struct fut_sim_host *dst, int dport,
+                   const void *data, size_t len)
+{
+    struct fut__backend *n = from->net;
+    struct fut_sim_host *src = from->host;
+    struct pair *p = find_pair(n->udpf, src, dst);
+    uint32_t loss = p ? p->loss : n->loss, dup = p ? p->dup : n->dup,
+             reorder = p ? p->reorder : n->reorder;
+    n->udp.sent++;
+    if (loss && fut__sn_draw(n, 1000000) < loss) {
+        n->udp.lost++;
+        return;
+    }
+    if (link_cut(n, src, dst)) {
+        n->udp.cut++; /* into a partition, or to a host that is down */
+        return;
+    }
+    int copies = 1;
+    if (dup && fut__sn_draw(n, 1000000) < dup) {
+        copies = 2;
+        n->udp.duplicated++;
+    }
+    for (int i = 0; i < copies; i++) {
+        int held = reorder && fut__sn_draw(n, 1000000) < reorder;
+        if (held)
+            n->udp.reordered++;
+        dgram_queue(n, from, dst, dport, data, len, held);
+    }
 }
 
 /* ------------------------------------------------------ crash, restart */
@@ -437,6 +709,11 @@ int fut__simnet_crash(struct fut_sim_host *h)
         e->crashed = 1;
         fut__sn_drop_queue(&e->inq);
         fut__sn_drop_queue(&e->synq);
+        if (e->kind == K_UDP) { /* gone: what it held is never read */
+            fut__sn_dq_drop(e);
+            fut__sn_notify(e, FUT__RD_ALL);
+            continue;
+        }
         if (e->listener) {
             e->aq_head = e->aq_tail = NULL; /* they die in this loop */
             e->aq_len = 0;

@@ -132,6 +132,59 @@ int fut_sim_latency(struct fut_runtime *rt, struct fut_sim_host *a,
     return fut__simnet_latency(n, a, b, min_ns, max_ns);
 }
 
+int fut_sim_udp_faults(struct fut_runtime *rt, struct fut_sim_host *a,
+                       struct fut_sim_host *b, uint32_t loss_ppm,
+                       uint32_t dup_ppm, uint32_t reorder_ppm)
+{
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK((!a) == (!b), "only one of 'a' and 'b' is NULL");
+    FUT_RT_LIVE(rt);
+    struct fut__backend *n = net_of(rt);
+    if (!n || loss_ppm > 1000000 || dup_ppm > 1000000 ||
+        reorder_ppm > 1000000)
+        return FUT_EINVAL;
+    if (a && (pair_check(a, b) || fut__simnet_of(a) != n))
+        return FUT_EINVAL;
+    return fut__simnet_udp_faults(n, a, b, loss_ppm, dup_ppm, reorder_ppm);
+}
+
+int fut_sim_bandwidth(struct fut_runtime *rt, struct fut_sim_host *a,
+                      struct fut_sim_host *b, uint64_t bytes_per_sec)
+{
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    FUT_ARG_CHECK((!a) == (!b), "only one of 'a' and 'b' is NULL");
+    FUT_RT_LIVE(rt);
+    struct fut__backend *n = net_of(rt);
+    if (!n)
+        return FUT_EINVAL;
+    if (a && (pair_check(a, b) || fut__simnet_of(a) != n))
+        return FUT_EINVAL;
+    return fut__simnet_bandwidth(n, a, b, bytes_per_sec);
+}
+
+int fut_sim_udp_stats(struct fut_runtime *rt, struct fut_sim_udp_stats *out)
+{
+    FUT_ARG_CHECK(out, "'out' is NULL");
+    memset(out, 0, sizeof *out);
+    FUT_ARG_CHECK(rt, "'rt' is NULL");
+    struct fut__backend *n = net_of(rt);
+    if (!n)
+        return FUT_EINVAL;
+    struct fut__simnet_udp_stats st;
+    fut__simnet_udp_stats(n, &st);
+    out->sent = st.sent;
+    out->duplicated = st.duplicated;
+    out->reordered = st.reordered;
+    out->lost = st.lost;
+    out->cut = st.cut;
+    out->no_socket = st.no_socket;
+    out->overflow = st.overflow;
+    out->delivered = st.delivered;
+    out->read = st.read;
+    out->in_flight = st.in_flight;
+    return 0;
+}
+
 int fut_sim_reset(struct fut_io *io)
 {
     FUT_ARG_CHECK(io, "'io' is NULL");

@@ -1,0 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Unix stream sockets under simulation (test/sim_unix.c): an echo server
+# at a path, one trace per seed; paths per host, taken while listened
+# on, gone with a crash.
+fut_check_test(sim_unix CASES echo namespace TIMEOUT 120)
