@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
@@ -683,6 +684,82 @@ START_TEST(fixed_files_freed)
 }
 END_TEST
 
+/* 'n' connections open at once, each read once (every byte checked):
+ * returns the ops that went out with fixed files meanwhile and the most
+ * slots in use. */
+static void conns_at_once(int n, uintptr_t *fixed, uintptr_t *peak)
+{
+    struct fut_runtime *rt = rt_uring();
+    uintptr_t fixed0 = fut__load(&fut__uring_fixed_ops, FUT__RELAXED);
+    uintptr_t used0 = fut__load(&fut__uring_files_used, FUT__RELAXED);
+    struct fut_io **io = calloc((size_t)n, sizeof *io);
+    int *peer = calloc((size_t)n, sizeof *peer);
+    ck_assert(io && peer);
+    *peak = 0;
+    for (int i = 0; i < n; i++) {
+        char msg[64], got[64];
+        stream_pair(&io[i], &peer[i]);
+        pattern(msg, sizeof msg, (unsigned)i);
+        ASSERT_EQ(write(peer[i], msg, sizeof msg), (ssize_t)sizeof msg);
+        read_exact(rt, io[i], got, sizeof got);
+        ck_assert_msg(memcmp(got, msg, sizeof msg) == 0,
+                      "connection %d: bytes differ", i);
+        uintptr_t used = fut__load(&fut__uring_files_used, FUT__RELAXED);
+        if (used - used0 > *peak)
+            *peak = used - used0;
+    }
+    for (int i = 0; i < n; i++) {
+        fut_io_close(io[i]);
+        close(peer[i]);
+    }
+    fut_runtime_free(rt);
+    *fixed = fut__load(&fut__uring_fixed_ops, FUT__RELAXED) - fixed0;
+    ck_assert_msg(fut__load(&fut__uring_files_used, FUT__RELAXED) == used0,
+                  "slots still in use after the runtime's end");
+    free(io);
+    free(peer);
+}
+
+/* The fallbacks to plain fds: a table that is full (4,200 connections
+ * open at once against its 4,096 slots: the rest go plain, every byte
+ * still arrives), and no table at all (RLIMIT_NOFILE below 64: none is
+ * registered, nothing goes out fixed). */
+START_TEST(fixed_files_fallback)
+{
+    enum { MANY = 4200 };
+    struct rlimit old;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+    uintptr_t fixed, peak;
+    struct rlimit rl = old;
+    if (old.rlim_max >= 2 * MANY + 200) {
+        rl.rlim_cur = 2 * MANY + 200;
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        conns_at_once(MANY, &fixed, &peak);
+        fprintf(stderr,
+                "fixed_files_fallback: %d connections: %lu fixed "
+                "ops, peak %lu slots\n",
+                MANY, (unsigned long)fixed, (unsigned long)peak);
+        /* A multi-thread runtime has a table per worker ring. */
+        uintptr_t slots = fut_test_rt_is_mt() ? 2 * 4096 : 4096;
+        ck_assert_msg(peak <= slots && peak >= 4096, "peak %lu slots in use",
+                      (unsigned long)peak);
+        ck_assert_msg(fixed >= 4096, "%lu fixed ops", (unsigned long)fixed);
+    } else {
+        fprintf(stderr,
+                "fixed_files_fallback: RLIMIT_NOFILE's hard limit "
+                "%lu: the full table is not tried\n",
+                (unsigned long)old.rlim_max);
+    }
+    rl.rlim_cur = 48;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    conns_at_once(8, &fixed, &peak);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    ck_assert_msg(fixed == 0 && peak == 0,
+                  "no table, yet %lu fixed ops, %lu slots",
+                  (unsigned long)fixed, (unsigned long)peak);
+}
+END_TEST
+
 /* 1,000 connections, a reader each: the first 512 bytes are read, then
  * the readers wait at a gate while the next 512 come: 1,000 chunks held
  * at once, the pool of 128 runs dry and grows (more buffers registered
@@ -1191,6 +1268,7 @@ int main(void)
     tcase_add_test(tc, batched_submissions);
     tc = fut_test_tcase(s, "pool");
     tcase_add_test(tc, fixed_files_freed);
+    tcase_add_test(tc, fixed_files_fallback);
     tcase_add_test(tc, buffer_pool_grows_and_shrinks);
     tc = fut_test_tcase(s, "probe");
     tcase_add_test(tc, probe_needs_multishot_recv);
