@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
@@ -535,6 +536,24 @@ static int reader_poll(struct fut_future *f, struct fut_context *cx)
 }
 FUT_ASYNC_VTABLE(reader_vt, "reader", reader_poll, NULL);
 
+/* Waits (10 s at most) for reader 'i' (joined by 'j') and checks that
+ * it got every byte of 'msg' ('len'), in order. */
+static void reader_check(struct fut_runtime *rt, struct fut_join *j, int i,
+                         const char *msg, size_t len)
+{
+    struct fut_timeout to;
+    fut_timeout_init(&to, &j->base, fut_now_ns() + 10000 * MS);
+    ASSERT_EQ(fut_block_on(rt, &to.base), 0);
+    ck_assert_msg(to.result == 0, "reader %d hung", i);
+    struct reader *out = fut_join_output(j);
+    ck_assert_msg(out->result == 0 && out->have == len,
+                  "reader %d: %s, %zu of %zu bytes", i,
+                  fut_strerror(out->result), out->have, len);
+    ck_assert_msg(memcmp(out->got, msg, len) == 0, "reader %d: bytes differ",
+                  i);
+    fut_drop(&to.base);
+}
+
 /* 40 connections, each with a task parked in its read; their peers send
  * 28 KiB each in one burst (7 of the 4 KiB buffers; the kernel runs about
  * 20 connections' receives per enter: 140 buffers of the pool's 128, so
@@ -593,19 +612,8 @@ START_TEST(multishot_rearm)
     }
     run_for(rt, 5); /* what was sent reaches the multishots */
     atomic_store(&gate, 1);
-    for (int i = 0; i < N; i++) {
-        struct fut_timeout to;
-        fut_timeout_init(&to, &j[i].base, fut_now_ns() + 10000 * MS);
-        ASSERT_EQ(fut_block_on(rt, &to.base), 0);
-        ck_assert_msg(to.result == 0, "reader %d hung", i);
-        struct reader *out = fut_join_output(&j[i]);
-        ck_assert_msg(out->result == 0 && out->have == len[i],
-                      "reader %d: %s, %zu of %zu bytes", i,
-                      fut_strerror(out->result), out->have, len[i]);
-        ck_assert_msg(memcmp(rd[i].got, msg[i], len[i]) == 0,
-                      "reader %d: bytes differ", i);
-        fut_drop(&to.base);
-    }
+    for (int i = 0; i < N; i++)
+        reader_check(rt, &j[i], i, msg[i], len[i]);
     /* On the current-thread runtime the pool runs dry every time (the
      * readers wait at the gate while the runtime does not run). On the
      * multi-thread one the workers start the readers while the peers
@@ -626,6 +634,213 @@ START_TEST(multishot_rearm)
         close(peer[i]);
     }
     fut_runtime_free(rt);
+}
+END_TEST
+
+/* ------------------------------------- fixed files, the buffer pool */
+
+/* 10,000 connections opened, read from and closed one after the other:
+ * their ops go out with fixed files (every one: a slot each, the table
+ * never fills - it holds 4,096 - so each close freed its slot), and the
+ * slots in use come back to none. Every byte checked. */
+START_TEST(fixed_files_freed)
+{
+    enum { N = 10000, MSG = 64 };
+    struct fut_runtime *rt = rt_uring();
+    uintptr_t fixed0 = fut__load(&fut__uring_fixed_ops, FUT__RELAXED);
+    uintptr_t used0 = fut__load(&fut__uring_files_used, FUT__RELAXED);
+    uintptr_t peak = 0;
+    for (int i = 0; i < N; i++) {
+        struct fut_io *io;
+        int peer;
+        char msg[MSG], got[MSG];
+        stream_pair(&io, &peer);
+        pattern(msg, sizeof msg, (unsigned)i);
+        ASSERT_EQ(write(peer, msg, sizeof msg), (ssize_t)sizeof msg);
+        read_exact(rt, io, got, sizeof got);
+        ck_assert_msg(memcmp(got, msg, sizeof msg) == 0,
+                      "connection %d: bytes differ", i);
+        uintptr_t used = fut__load(&fut__uring_files_used, FUT__RELAXED);
+        if (used - used0 > peak)
+            peak = used - used0;
+        fut_io_close(io);
+        close(peer);
+    }
+    run_for(rt, 20); /* a multi-thread ring's inbox closes the last */
+    uintptr_t used = fut__load(&fut__uring_files_used, FUT__RELAXED) - used0;
+    fut_runtime_free(rt);
+    uintptr_t fixed = fut__load(&fut__uring_fixed_ops, FUT__RELAXED) - fixed0;
+    fprintf(stderr,
+            "fixed_files_freed: %lu ops with fixed files, peak %lu "
+            "slots in use, %lu at the end\n",
+            (unsigned long)fixed, (unsigned long)peak, (unsigned long)used);
+    ck_assert_msg(peak >= 1, "no fixed-file slot was ever taken");
+    ck_assert_msg(fixed >= N,
+                  "%lu ops with fixed files for %d connections: "
+                  "the table filled",
+                  (unsigned long)fixed, N);
+    ck_assert_msg(used == 0, "%lu slots still in use after every close",
+                  (unsigned long)used);
+}
+END_TEST
+
+/* 'n' connections open at once, each read once (every byte checked):
+ * returns the ops that went out with fixed files meanwhile and the most
+ * slots in use. */
+static void conns_at_once(int n, uintptr_t *fixed, uintptr_t *peak)
+{
+    struct fut_runtime *rt = rt_uring();
+    uintptr_t fixed0 = fut__load(&fut__uring_fixed_ops, FUT__RELAXED);
+    uintptr_t used0 = fut__load(&fut__uring_files_used, FUT__RELAXED);
+    struct fut_io **io = calloc((size_t)n, sizeof *io);
+    int *peer = calloc((size_t)n, sizeof *peer);
+    ck_assert(io && peer);
+    *peak = 0;
+    for (int i = 0; i < n; i++) {
+        char msg[64], got[64];
+        stream_pair(&io[i], &peer[i]);
+        pattern(msg, sizeof msg, (unsigned)i);
+        ASSERT_EQ(write(peer[i], msg, sizeof msg), (ssize_t)sizeof msg);
+        read_exact(rt, io[i], got, sizeof got);
+        ck_assert_msg(memcmp(got, msg, sizeof msg) == 0,
+                      "connection %d: bytes differ", i);
+        uintptr_t used = fut__load(&fut__uring_files_used, FUT__RELAXED);
+        if (used - used0 > *peak)
+            *peak = used - used0;
+    }
+    for (int i = 0; i < n; i++) {
+        fut_io_close(io[i]);
+        close(peer[i]);
+    }
+    fut_runtime_free(rt);
+    *fixed = fut__load(&fut__uring_fixed_ops, FUT__RELAXED) - fixed0;
+    ck_assert_msg(fut__load(&fut__uring_files_used, FUT__RELAXED) == used0,
+                  "slots still in use after the runtime's end");
+    free(io);
+    free(peer);
+}
+
+/* The fallbacks to plain fds: a table that is full (4,200 connections
+ * open at once against its 4,096 slots: the rest go plain, every byte
+ * still arrives), and no table at all (RLIMIT_NOFILE below 64: none is
+ * registered, nothing goes out fixed). */
+START_TEST(fixed_files_fallback)
+{
+    enum { MANY = 4200 };
+    struct rlimit old;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+    uintptr_t fixed, peak;
+    struct rlimit rl = old;
+    if (old.rlim_max >= 2 * MANY + 200) {
+        rl.rlim_cur = 2 * MANY + 200;
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        conns_at_once(MANY, &fixed, &peak);
+        fprintf(stderr,
+                "fixed_files_fallback: %d connections: %lu fixed "
+                "ops, peak %lu slots\n",
+                MANY, (unsigned long)fixed, (unsigned long)peak);
+        /* A multi-thread runtime has a table per worker ring. */
+        uintptr_t slots = fut_test_rt_is_mt() ? 2 * 4096 : 4096;
+        ck_assert_msg(peak <= slots && peak >= 4096, "peak %lu slots in use",
+                      (unsigned long)peak);
+        ck_assert_msg(fixed >= 4096, "%lu fixed ops", (unsigned long)fixed);
+    } else {
+        fprintf(stderr,
+                "fixed_files_fallback: RLIMIT_NOFILE's hard limit "
+                "%lu: the full table is not tried\n",
+                (unsigned long)old.rlim_max);
+    }
+    rl.rlim_cur = 48;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    conns_at_once(8, &fixed, &peak);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    ck_assert_msg(fixed == 0 && peak == 0,
+                  "no table, yet %lu fixed ops, %lu slots",
+                  (unsigned long)fixed, (unsigned long)peak);
+}
+END_TEST
+
+/* 1,000 connections, a reader each: the first 512 bytes are read, then
+ * the readers wait at a gate while the next 512 come: 1,000 chunks held
+ * at once, the pool of 128 runs dry and grows (more buffers registered
+ * than the rings had at start). Every reader gets every byte, in order;
+ * then, the connections open and idle, the pool shrinks back within
+ * a few trims. */
+START_TEST(buffer_pool_grows_and_shrinks)
+{
+    enum { N = 1000, PART = 512 };
+    struct fut_runtime *rt = rt_uring();
+    int mt = fut_test_rt_is_mt();
+    uintptr_t base = fut__load(&fut__uring_bufs, FUT__RELAXED);
+    uintptr_t nb0 = fut__load(&fut__uring_nobufs, FUT__RELAXED);
+    int *peer = calloc(N, sizeof *peer);
+    char(*msg)[2 * PART] = calloc(N, sizeof *msg);
+    struct reader *rd = calloc(N, sizeof *rd);
+    struct fut_join *j = calloc(N, sizeof *j);
+    ck_assert(peer && msg && rd && j);
+    static _Atomic int gate;
+    atomic_store(&gate, 0);
+    for (int i = 0; i < N; i++) {
+        fut_future_init(&rd[i].base, &reader_vt);
+        rd[i].gate = &gate;
+        stream_pair(&rd[i].io, &peer[i]);
+        pattern(msg[i], sizeof msg[i], (unsigned)i + 7);
+        rd[i].len = sizeof msg[i];
+        rd[i].got = malloc(sizeof msg[i]);
+        ASSERT_EQ(fut_spawn(rt, &rd[i], sizeof rd[i], &j[i]), 0);
+    }
+    run_for(rt, mt ? 100 : 5); /* every reader parked, armed */
+    uintptr_t grown = base;
+    for (int part = 0; part < 2; part++) {
+        for (int i = 0; i < N; i++)
+            ASSERT_EQ(write(peer[i], msg[i] + part * PART, PART), PART);
+        for (int t = 0; t < (mt ? 30 : 10); t++) { /* part 1 read; part 2
+                                                      queued */
+            run_for(rt, 10);
+            uintptr_t n = fut__load(&fut__uring_bufs, FUT__RELAXED);
+            if (n > grown)
+                grown = n;
+        }
+    }
+    atomic_store(&gate, 1);
+    for (int i = 0; i < N; i++)
+        reader_check(rt, &j[i], i, msg[i], sizeof msg[i]);
+    /* Idle, the connections open: back to the rings' first groups. */
+    uintptr_t now = 0;
+    for (int t = 0; t < 40; t++) {
+        run_for(rt, 100);
+        now = fut__load(&fut__uring_bufs, FUT__RELAXED);
+        if (now == base)
+            break;
+    }
+    fprintf(
+        stderr,
+        "buffer_pool_grows_and_shrinks: %lu buffers at start, "
+        "%lu under %d connections (dry %lu times), %lu after idling\n",
+        (unsigned long)base, (unsigned long)grown, N,
+        (unsigned long)(fut__load(&fut__uring_nobufs, FUT__RELAXED) - nb0),
+        (unsigned long)now);
+    ck_assert_msg(grown > base, "the pool did not grow (%lu buffers)",
+                  (unsigned long)grown);
+    ck_assert_msg(now == base, "the pool did not shrink back: %lu of %lu",
+                  (unsigned long)now, (unsigned long)base);
+    /* And it serves again after shrinking: one more round, every byte. */
+    for (int i = 0; i < N; i += 37) {
+        char got[PART];
+        ASSERT_EQ(write(peer[i], msg[i], PART), PART);
+        read_exact(rt, rd[i].io, got, PART);
+        ck_assert_msg(memcmp(got, msg[i], PART) == 0, "conn %d: differ", i);
+    }
+    for (int i = 0; i < N; i++) {
+        free(rd[i].got);
+        fut_io_close(rd[i].io);
+        close(peer[i]);
+    }
+    fut_runtime_free(rt);
+    free(peer);
+    free(msg);
+    free(rd);
+    free(j);
 }
 END_TEST
 
@@ -1051,6 +1266,10 @@ int main(void)
     tc = fut_test_tcase(s, "multishot");
     tcase_add_test(tc, multishot_rearm);
     tcase_add_test(tc, batched_submissions);
+    tc = fut_test_tcase(s, "pool");
+    tcase_add_test(tc, fixed_files_freed);
+    tcase_add_test(tc, fixed_files_fallback);
+    tcase_add_test(tc, buffer_pool_grows_and_shrinks);
     tc = fut_test_tcase(s, "probe");
     tcase_add_test(tc, probe_needs_multishot_recv);
     tcase_add_test(tc, probe_emfile_not_kept);

@@ -3,7 +3,7 @@
 # kernel cannot give io_uring (the cases show as skipped).
 if(FUT_HAVE_URING)
   # 'probe' runs once: the probe is per process, not per runtime flavour.
-  set(uring_cases ownership leaks accept multishot faults locality)
+  set(uring_cases ownership leaks accept multishot pool faults locality)
   fut_check_test(io_uring CASES ${uring_cases} probe
     MT_CASES ${uring_cases} TIMEOUT 180)
   target_compile_definitions(test_io_uring PRIVATE FUT_HAVE_URING)

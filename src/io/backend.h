@@ -213,6 +213,12 @@ extern fut__aword fut__uring_ops_local;
 extern fut__aword fut__uring_ops_foreign;
 /* Multishot ACCEPTs armed (one SQE each). */
 extern fut__aword fut__uring_accept_arms;
+/* Ops issued with a fixed file (IOSQE_FIXED_FILE; counted as the ops
+ * above), the fixed-file slots in use and the provided buffers registered,
+ * over every ring of the process (relaxed; tests and benchmarks). */
+extern fut__aword fut__uring_fixed_ops;
+extern fut__aword fut__uring_files_used;
+extern fut__aword fut__uring_bufs;
 /* Sets fut__uring_faults from FUT_URING_FAULTS (uring_faults.c says the
  * syntax) unless a test set it; once per process. */
 void fut__uring_faults_from_env(void);

@@ -323,6 +323,8 @@ static int uring_unwatch(struct fut__backend *b, struct fut__io *io)
             stale = 1;
     if (stale) /* SQEs naming this fd number go before its close */
         fut__ur_submit_now(b);
+    if (mine) /* ... and its fixed-file slot after them */
+        fut__ur_file_release(b, f);
     for (int i = 0; i < 4; i++)
         if (ops[i] && !ops[i]->done && !(ops[i] == f->ms && f->ms->ended))
             fut__ur_cancel_op(b, ops[i]);
@@ -363,8 +365,7 @@ static void detach_drain(struct fut__backend *b, struct fut__io *io,
     int err = 0;
     while (f->head && !err) {
         struct chunk *c = f->head;
-        err = fut__io_spill(io, b->bufs + (size_t)c->bid * BUF_SIZE + c->off,
-                            c->len - c->off);
+        err = fut__io_spill(io, ur_buf(b, c->bid) + c->off, c->len - c->off);
         fut__ur_chunk_pop(b, f);
     }
     struct uop *u = f->rd;
@@ -414,6 +415,7 @@ static void forget_here(struct fut__backend *b, struct fut__io *io,
         fut__sys_close(fd);
     unpark(f, FUT__DIR_READ);
     unpark(f, FUT__DIR_WRITE);
+    fut__ur_file_release(b, f); /* if its unwatch did not */
     f->dead = 1;
     int gone = f->nops == 0;
     f_unlock(f);
@@ -635,6 +637,7 @@ static void drain(struct fut__backend *b)
             f = &fut__container_of(r, struct ufd_mt, close_req)->f;
             if (io_uring_sq_ready(&b->ring) > 0)
                 fut__ur_submit_now(b); /* SQEs naming it go first */
+            fut__ur_file_release(b, f);
             fut__sys_close(ufd_mt(f)->close_fd);
             break;
         default: /* REQ_FORGET: the last request of an fd */
@@ -757,8 +760,7 @@ static void ring_teardown(struct fut__backend *b)
         while (b->inflight && fut_now_ns() < until);
     }
     io_uring_queue_exit(&b->ring);
-    munmap(b->bufs, (size_t)BUF_COUNT * BUF_SIZE);
-    munmap(b->br, BUF_COUNT * sizeof(struct io_uring_buf));
+    fut__ur_bufs_free(b);
 }
 
 static void uring_destroy(struct fut__backend *b)

@@ -24,12 +24,18 @@
 
 #define SQ_ENTRIES 256
 #define CQ_ENTRIES 4096
-#define BUF_COUNT                                                            \
-    128               /* provided buffers per ring (power of two):
-                              the kernel takes them round-robin, so all
-                              of them end up touched (resident): 512 KiB */
-#define BUF_SIZE 4096 /* bytes each */
-#define BUF_GROUP 0
+/* The provided buffers (uring_ring.c's rules): groups of GROUP_BUFS
+ * buffers of BUF_SIZE bytes, group 0 from setup, up to GROUPS_MAX while
+ * the ring runs dry; a buffer's id names its group (bid / GROUP_BUFS)
+ * and its place in the ring's one reserved region (b->bufs + bid *
+ * BUF_SIZE). */
+#define GROUP_BUFS                                                           \
+    128 /* per group (power of two): the kernel takes them round-robin,
+           so all of a used group ends up resident: 512 KiB */
+#define GROUPS_MAX 16                       /* up to 8 MiB per ring */
+#define BUF_COUNT (GROUP_BUFS * GROUPS_MAX) /* buffer ids of a ring */
+#define BUF_SIZE 4096                       /* bytes each */
+#define FILES_MAX 4096 /* fixed-file slots per ring (RLIMIT_NOFILE caps) */
 #define COPY_MAX 65536 /* bytes of a write copied per op */
 #define SOLO_MAX 16384 /* bytes of a single-shot recv's own buffer */
 #define QUEUE_MAX (8 * BUF_SIZE) /* queued bytes that pause a multishot */
@@ -38,10 +44,10 @@
     32 /* accepted fds queued that pause a multishot
                               ACCEPT (the rest wait in the backlog) */
 /* The pools' bounds (entries kept per ring; uring_ring.c's rules). */
-#define OPS_KEEP 256          /* ops: 256 x 176 B */
-#define BUFS_KEEP 64          /* SMALL_BUF buffers: 128 KiB */
-#define CHUNKS_KEEP BUF_COUNT /* chunks (at most BUF_COUNT are queued) */
-#define TRIM_NS 250000000     /* a pool's unused entries go after this */
+#define OPS_KEEP 256           /* ops: 256 x 176 B */
+#define BUFS_KEEP 64           /* SMALL_BUF buffers: 128 KiB */
+#define CHUNKS_KEEP GROUP_BUFS /* chunks */
+#define TRIM_NS 250000000      /* a pool's unused entries go after this */
 
 #define OPS_FLUSH 1024 /* ops counted per ring before the global add */
 
@@ -78,6 +84,7 @@ struct uop {
     uint8_t kind;       /* enum ukind */
     uint8_t done;       /* single-shot: its CQE came ('res') */
     uint8_t ended;      /* multishot: ended or cancelled by us */
+    uint8_t bgid;       /* RECV_MS: the buffer group it selects from */
     int term;           /* multishot: a fault ends it with this code */
     uint64_t gen;       /* b->gen at prep: unsubmitted while equal */
     long res;
@@ -90,6 +97,7 @@ struct uop {
     uint8_t posted;      /* 'req' is in the owner's inbox */
     uint8_t want_cancel; /* the inbox is to cancel it */
     uint8_t zombie;      /* retired while posted: the inbox frees it */
+    uint32_t bgen;       /* RECV_MS: its group's 'gen' when armed */
     struct ureq req;
     struct io_uring_sqe *sqe; /* made by another thread: &own, else NULL */
     struct io_uring_sqe own;  /* that SQE, until the owner copies it */
@@ -128,6 +136,9 @@ struct ufd {
     long end;                   /* 1: not ended; 0: EOF; < 0: error (once;
                               a listener's after the fds queued first) */
     int nobufs;                 /* the multishot ran dry: next arm is solo */
+    int fslot;                  /* its fixed-file slot in owner's table + 1;
+                              0: none yet; -1: released (the fd closes).
+                              The owner thread's alone */
     struct fut_waker rw, ww;    /* the native reader's and writer's wakers
                               (under 'lock' on a shared ring; readiness
                               waits use the fd's own slots) */
@@ -151,6 +162,13 @@ static inline struct ufd_mt *ufd_mt(struct ufd *f)
     return (struct ufd_mt *)(void *)f;
 }
 
+/* A group of provided buffers (the owner's alone). */
+struct ugroup {
+    unsigned avail; /* its buffers in the kernel's hands */
+    unsigned low;   /* the fewest since the last trim */
+    uint32_t gen;   /* bumped each time it is registered */
+};
+
 struct fut__backend {
     struct io_uring ring;
     int wakefd;
@@ -158,8 +176,18 @@ struct fut__backend {
     pid_t owner;       /* the thread that enabled it */
     uint64_t gen;      /* io_uring_enter calls that submitted */
     unsigned inflight; /* ops whose last CQE has not come */
-    struct io_uring_buf_ring *br;
-    char *bufs;                      /* BUF_COUNT * BUF_SIZE, mmap'd */
+    char *brs;         /* GROUPS_MAX pages: group g's buffer ring at page g */
+    size_t pg;         /* the page size */
+    char *bufs;        /* BUF_COUNT * BUF_SIZE reserved, mmap'd */
+    struct ugroup grp[GROUPS_MAX];
+    unsigned ngroups; /* groups registered: 0 .. ngroups - 1 */
+    int grow_err;     /* a group could not be added (until the trim) */
+    /* Fixed files (uring_ring.c's rules): a sparse table of 'nfiles'
+     * slots (0: none registered); slots below 'fhi' not in use are on
+     * the stack 'ffree' ('nffree' of them). The owner's alone. */
+    unsigned nfiles, fhi, nffree;
+    int *ffree;
+    unsigned n_fixed; /* ops issued with a fixed file (count_flush) */
     struct upool ops, chunks, sbufs; /* touched by the thread whose ring
                               this is only (uring_ring.c's rules) */
     int64_t trim_at;                 /* the pools' last trim (fut_now_ns) */
@@ -321,8 +349,29 @@ int fut__ur_aq_pop(struct ufd *f);
 void fut__ur_pools_idle(struct fut__backend *b, int64_t *timeout_ns);
 /* Frees every block of b's pools (the ring's destroy). */
 void fut__ur_pools_free(struct fut__backend *b);
-/* Sets up the provided-buffer ring: 0 or a negative error. */
+/* Sets up the provided-buffer ring (group 0) and the fixed-file table
+ * (best effort): 0 or a negative error. */
 int fut__ur_setup_bufs(struct fut__backend *b);
+/* Unmaps the buffers (after io_uring_queue_exit) and frees the slots. */
+void fut__ur_bufs_free(struct fut__backend *b);
+/* Where provided buffer 'bid' is. */
+static inline char *ur_buf(struct fut__backend *b, uint16_t bid)
+{
+    return b->bufs + (size_t)bid * BUF_SIZE;
+}
+/* A CQE of a multishot RECV took buffer 'bid' / 'u' ended with
+ * -ENOBUFS: the pool ran dry, and grows now when every group is low;
+ * then 2 when a group has buffers (the next read re-arms a multishot),
+ * 1 when none has (it reads once into a buffer of its own); 0 when u's
+ * group was retired meanwhile (re-armed on another; not dry). Owner
+ * only. */
+void fut__ur_buf_taken(struct fut__backend *b, uint16_t bid);
+int fut__ur_dry(struct fut__backend *b, struct uop *u);
+/* The fd of 'f' is closing: its fixed-file slot (if any) is cleared and
+ * freed, and it gets none again. On b's owner (else, unless the ring is
+ * gone, it waits for the owner's call: REQ_CLOSE, FORGET). After the
+ * SQEs naming the slot went out. */
+void fut__ur_file_release(struct fut__backend *b, struct ufd *f);
 /* Lifts R_DISABLED: the calling thread becomes the ring's issuer. */
 void fut__ur_ring_enable(struct fut__backend *b);
 /* Submits what is queued now (one io_uring_enter). */

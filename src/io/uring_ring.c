@@ -30,15 +30,53 @@
  *     anything the owner sleeps at most TRIM_NS, so a ring that goes idle
  *     empties its pools within 2 x TRIM_NS and then sleeps as long as it
  *     is asked;
- *   - the provided-buffer ring is fixed (BUF_COUNT x BUF_SIZE, mmap'd at
- *     setup) and does not grow; a listener's accept queue grows past
- *     ACCEPT_MAX only for a burst, and goes back to none when emptied;
- *   - destroy frees what the pools hold (by then no thread uses them). */
+ *   - a listener's accept queue grows past ACCEPT_MAX only for a burst,
+ *     and goes back to none when emptied;
+ *   - destroy frees what the pools hold (by then no thread uses them).
+ *
+ * The provided buffers grow with the connections and shrink when they
+ * idle (all of it the owner thread's: the CQEs, the arming of a
+ * multishot RECV - an SQE another thread made gets its group when the
+ * owner issues it - the trim):
+ *   - one region of BUF_COUNT x BUF_SIZE is reserved at setup (untouched
+ *     pages cost nothing); group g (a buffer ring of its own, bgid g, at
+ *     page g of 'brs') owns ids g x GROUP_BUFS .. + GROUP_BUFS - 1, so a
+ *     CQE's buffer id says both where the bytes are and whose they are;
+ *   - group 0 is registered at setup and stays. A multishot RECV that
+ *     ends with -ENOBUFS from a live group means the pool ran dry: when
+ *     every group is below half full, group 'ngroups' is registered at
+ *     that CQE (up to GROUPS_MAX; one per dry CQE that finds them all
+ *     low, so a burst of them adds one). While some group has buffers
+ *     the reader re-arms a multishot; only when none has does it read
+ *     once into a buffer of its own (the single-shot RECV);
+ *   - each arm takes the group with the most buffers in the kernel's
+ *     hands ('avail': minus one per CQE that took one, plus one when it is
+ *     handed back), so connections spread over the groups;
+ *   - a trim (with the pools': at most once per TRIM_NS, when the owner is
+ *     about to sleep) unregisters the top group while it is not group 0
+ *     and had every buffer in the kernel's hands the whole while since the
+ *     last trim ('low'; a new group counts from the first trim after it
+ *     came), with no CQE waiting to be reaped; its pages go
+ *     back (MADV_DONTNEED). Multishots still armed on it end with
+ *     -ENOBUFS at their next bytes, which is not "dry" (their 'bgen' is
+ *     not the group's any more): they re-arm on a live group.
+ *
+ * Fixed files: each ring registers a sparse table of 'nfiles' slots at
+ * setup (none when the kernel or RLIMIT_NOFILE refuses: plain fds, as
+ * before). The owner, issuing an op of an fd that has no slot, takes one
+ * (io_uring_register_files_update: one call per fd) and issues with
+ * IOSQE_FIXED_FILE; ops another thread prepared get it when the owner
+ * issues them. A full table leaves the fd plain. The slot holds a
+ * reference to the file, so it is released (cleared, then free again) by
+ * the owner when the fd closes: at the last handle's unwatch after the
+ * SQEs naming it went out, at the inbox's CLOSE or FORGET, and never
+ * taken again for that fd (fslot -1). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,6 +89,9 @@ fut__aword fut__uring_nobufs;
 fut__aword fut__uring_accept_arms;
 fut__aword fut__uring_ops_local;
 fut__aword fut__uring_ops_foreign;
+fut__aword fut__uring_fixed_ops;
+fut__aword fut__uring_files_used;
+fut__aword fut__uring_bufs;
 _Thread_local struct fut__backend *fut__ur_here;
 
 /* ------------------------------------------------------------- probe */
@@ -321,9 +362,11 @@ static void pool_drop(struct upool *p, unsigned count, size_t size)
     p->low = p->n;
 }
 
+static void groups_trim(struct fut__backend *b);
+
 void fut__ur_pools_idle(struct fut__backend *b, int64_t *timeout_ns)
 {
-    if (!(b->ops.n | b->chunks.n | b->sbufs.n))
+    if (!(b->ops.n | b->chunks.n | b->sbufs.n) && b->ngroups <= 1)
         return;
     int64_t now = fut_now_ns();
     if (now - b->trim_at >= TRIM_NS) {
@@ -331,8 +374,9 @@ void fut__ur_pools_idle(struct fut__backend *b, int64_t *timeout_ns)
         pool_drop(&b->ops, b->ops.low, sizeof(struct uop));
         pool_drop(&b->chunks, b->chunks.low, sizeof(struct chunk));
         pool_drop(&b->sbufs, b->sbufs.low, SMALL_BUF);
+        groups_trim(b);
     }
-    if ((b->ops.n | b->chunks.n | b->sbufs.n) &&
+    if (((b->ops.n | b->chunks.n | b->sbufs.n) || b->ngroups > 1) &&
         (*timeout_ns < 0 || *timeout_ns > TRIM_NS))
         *timeout_ns = TRIM_NS; /* wake to trim what stays unused */
 }
@@ -522,9 +566,20 @@ void fut__ur_buf_return(struct fut__backend *b, uint16_t bid)
         kick(b);
         return;
     }
-    io_uring_buf_ring_add(b->br, b->bufs + (size_t)bid * BUF_SIZE, BUF_SIZE,
-                          bid, io_uring_buf_ring_mask(BUF_COUNT), 0);
-    io_uring_buf_ring_advance(b->br, 1);
+    unsigned g = bid / GROUP_BUFS;
+    struct io_uring_buf_ring *br =
+        (struct io_uring_buf_ring *)(void *)(b->brs + g * b->pg);
+    io_uring_buf_ring_add(br, ur_buf(b, bid), BUF_SIZE, bid,
+                          io_uring_buf_ring_mask(GROUP_BUFS), 0);
+    io_uring_buf_ring_advance(br, 1);
+    b->grp[g].avail++;
+}
+
+void fut__ur_buf_taken(struct fut__backend *b, uint16_t bid)
+{
+    struct ugroup *g = &b->grp[bid / GROUP_BUFS];
+    if (--g->avail < g->low)
+        g->low = g->avail;
 }
 
 void fut__ur_chunk_push(struct fut__backend *b, struct ufd *f, uint16_t bid,
@@ -617,7 +672,9 @@ void fut__ur_count_flush(struct fut__backend *b)
         fut__fetch_add(&fut__uring_ops_local, b->n_local, FUT__RELAXED);
     if (b->n_foreign)
         fut__fetch_add(&fut__uring_ops_foreign, b->n_foreign, FUT__RELAXED);
-    b->n_local = b->n_foreign = 0;
+    if (b->n_fixed)
+        fut__fetch_add(&fut__uring_fixed_ops, b->n_fixed, FUT__RELAXED);
+    b->n_local = b->n_foreign = b->n_fixed = 0;
 }
 
 /* Counts an op issued by the calling thread: on its ring's counters
@@ -639,6 +696,10 @@ static void count_op(struct fut__backend *b, int foreign)
         fut__ur_count_flush(h);
 }
 
+static void fix_file(struct fut__backend *b, struct io_uring_sqe *s,
+                     struct uop *u);
+static unsigned group_pick(struct fut__backend *b);
+
 void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
                     struct uop *u)
 {
@@ -648,6 +709,15 @@ void fut__ur_sqe_op(struct fut__backend *b, struct io_uring_sqe *s,
         u->posted = 1;
         fut__ur_post(b, &u->req);
         return;
+    }
+    /* The owner issues it: its fixed file, its buffer group. */
+    if (b->nfiles)
+        fix_file(b, s, u);
+    if (s->flags & IOSQE_BUFFER_SELECT) {
+        unsigned g = group_pick(b);
+        s->buf_group = (uint16_t)g;
+        u->bgid = (uint8_t)g;
+        u->bgen = b->grp[g].gen;
     }
     count_op(b, 0);
     u->issued = 1;
@@ -682,37 +752,204 @@ size_t fut__ur_shorten(int kind, size_t len)
     return len;
 }
 
+/* ---------------------------------------------------- buffer groups */
+
+/* Registers group g (its ring at page g, its buffers handed over). */
+static int group_add(struct fut__backend *b, unsigned g)
+{
+    struct io_uring_buf_ring *br =
+        (struct io_uring_buf_ring *)(void *)(b->brs + g * b->pg);
+    io_uring_buf_ring_init(br);
+    struct io_uring_buf_reg reg;
+    memset(&reg, 0, sizeof reg);
+    reg.ring_addr = (uintptr_t)br;
+    reg.ring_entries = GROUP_BUFS;
+    reg.bgid = (uint16_t)g;
+    int e = io_uring_register_buf_ring(&b->ring, &reg, 0);
+    if (e < 0)
+        return e;
+    for (unsigned i = 0; i < GROUP_BUFS; i++) {
+        unsigned bid = g * GROUP_BUFS + i;
+        io_uring_buf_ring_add(br, ur_buf(b, (uint16_t)bid), BUF_SIZE,
+                              (unsigned short)bid,
+                              io_uring_buf_ring_mask(GROUP_BUFS), (int)i);
+    }
+    io_uring_buf_ring_advance(br, GROUP_BUFS);
+    b->grp[g].avail = GROUP_BUFS;
+    b->grp[g].low = 0; /* new: not "unused" before a whole trim period */
+    b->grp[g].gen++;
+    fut__fetch_add(&fut__uring_bufs, GROUP_BUFS, FUT__RELAXED);
+    return 0;
+}
+
+/* The group a multishot RECV armed now selects from: the one with the
+ * most buffers in the kernel's hands. */
+static unsigned group_pick(struct fut__backend *b)
+{
+    unsigned best = 0;
+    for (unsigned g = 1; g < b->ngroups; g++)
+        if (b->grp[g].avail > b->grp[best].avail)
+            best = g;
+    return best;
+}
+
+int fut__ur_dry(struct fut__backend *b, struct uop *u)
+{
+    if (u->bgid >= b->ngroups || b->grp[u->bgid].gen != u->bgen)
+        return 0; /* its group was retired: not dry */
+    unsigned best = group_pick(b);
+    if (b->grp[best].avail < GROUP_BUFS / 2 && b->ngroups < GROUPS_MAX &&
+        !b->grow_err) {
+        /* Every group is low: one more (a burst of dry CQEs adds one; the
+         * others re-arm on it). */
+        if (group_add(b, b->ngroups) == 0)
+            best = b->ngroups++;
+        else
+            b->grow_err = 1; /* dry reads go solo until the next trim */
+    }
+    return b->grp[best].avail > 0 ? 2 : 1;
+}
+
+/* Retires the top groups that sat unused since the last trim (rules
+ * above); then the low-water marks start again. */
+static void groups_trim(struct fut__backend *b)
+{
+    while (b->ngroups > 1 && io_uring_cq_ready(&b->ring) == 0) {
+        unsigned g = b->ngroups - 1;
+        struct ugroup *x = &b->grp[g];
+        if (x->low < GROUP_BUFS || x->avail < GROUP_BUFS)
+            break;
+        if (io_uring_unregister_buf_ring(&b->ring, (int)g) < 0)
+            break;
+        b->ngroups--;
+        fut__fetch_sub(&fut__uring_bufs, GROUP_BUFS, FUT__RELAXED);
+        (void)madvise(b->bufs + (size_t)g * GROUP_BUFS * BUF_SIZE,
+                      (size_t)GROUP_BUFS * BUF_SIZE, MADV_DONTNEED);
+        (void)madvise(b->brs + g * b->pg, b->pg, MADV_DONTNEED);
+    }
+    for (unsigned g = 0; g < b->ngroups; g++)
+        b->grp[g].low = b->grp[g].avail;
+    b->grow_err = 0;
+}
+
+/* ------------------------------------------------------- fixed files */
+
+/* A sparse table of FILES_MAX slots (fewer under RLIMIT_NOFILE), or none
+ * (nfiles 0: the kernel has no sparse tables, 5.19, or refused). */
+static void files_setup(struct fut__backend *b)
+{
+    unsigned n = FILES_MAX;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+        n = (unsigned)rl.rlim_cur;
+    if (n < 64)
+        return;
+    b->ffree = fut__alloc(n * sizeof(int));
+    if (!b->ffree)
+        return;
+    if (io_uring_register_files_sparse(&b->ring, n) < 0) {
+        fut__free(b->ffree, n * sizeof(int));
+        b->ffree = NULL;
+        return;
+    }
+    b->nfiles = n;
+}
+
+/* Gives op u's SQE 's' u's fd's slot, taken now if it has none (rules
+ * above); leaves it plain when none can be had. */
+static void fix_file(struct fut__backend *b, struct io_uring_sqe *s,
+                     struct uop *u)
+{
+    struct ufd *f = u->f;
+    if (!u->io || f->fslot < 0 || f->dead || s->fd != u->io->fd ||
+        (s->flags & IOSQE_FIXED_FILE))
+        return;
+    if (f->fslot == 0) {
+        int slot;
+        if (b->nffree)
+            slot = b->ffree[--b->nffree];
+        else if (b->fhi < b->nfiles)
+            slot = (int)b->fhi++;
+        else
+            return; /* full: plain */
+        int fd = s->fd;
+        if (io_uring_register_files_update(&b->ring, (unsigned)slot, &fd,
+                                           1) != 1) {
+            b->ffree[b->nffree++] = slot;
+            return;
+        }
+        f->fslot = slot + 1;
+        fut__fetch_add(&fut__uring_files_used, 1, FUT__RELAXED);
+    }
+    s->fd = f->fslot - 1;
+    s->flags |= IOSQE_FIXED_FILE;
+    b->n_fixed++;
+}
+
+void fut__ur_file_release(struct fut__backend *b, struct ufd *f)
+{
+    if (f->fslot <= 0 || b->dead) { /* none, or the table went with the
+                                        ring (fut__ur_bufs_free counts) */
+        f->fslot = -1;
+        return;
+    }
+    if (!ur_mine(b))
+        return; /* the owner's CLOSE or FORGET does it */
+    int slot = f->fslot - 1;
+    f->fslot = -1;
+    if (io_uring_sq_ready(&b->ring) > 0)
+        fut__ur_submit_now(b); /* no SQE naming the slot outlives it */
+    int none = -1;
+    if (io_uring_register_files_update(&b->ring, (unsigned)slot, &none, 1) !=
+        1)
+        return; /* the slot stays taken (never handed out again) */
+    b->ffree[b->nffree++] = slot;
+    fut__fetch_sub(&fut__uring_files_used, 1, FUT__RELAXED);
+}
+
 int fut__ur_setup_bufs(struct fut__backend *b)
 {
-    size_t rsz = BUF_COUNT * sizeof(struct io_uring_buf);
-    void *r = mmap(NULL, rsz, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long pg = sysconf(_SC_PAGESIZE);
+    b->pg = pg > 0 ? (size_t)pg : 4096;
+    void *r = mmap(NULL, GROUPS_MAX * b->pg, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r == MAP_FAILED)
         return FUT_ENOMEM;
     void *m = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) {
-        munmap(r, rsz);
+        munmap(r, GROUPS_MAX * b->pg);
         return FUT_ENOMEM;
     }
-    b->br = r;
+    b->brs = r;
     b->bufs = m;
-    io_uring_buf_ring_init(b->br);
-    struct io_uring_buf_reg reg;
-    memset(&reg, 0, sizeof reg);
-    reg.ring_addr = (uintptr_t)r;
-    reg.ring_entries = BUF_COUNT;
-    reg.bgid = BUF_GROUP;
-    int e = io_uring_register_buf_ring(&b->ring, &reg, 0);
+    int e = group_add(b, 0);
     if (e < 0) {
         munmap(m, (size_t)BUF_COUNT * BUF_SIZE);
-        munmap(r, rsz);
+        munmap(r, GROUPS_MAX * b->pg);
+        b->brs = b->bufs = NULL;
         return e;
     }
-    for (unsigned i = 0; i < BUF_COUNT; i++)
-        io_uring_buf_ring_add(b->br, b->bufs + (size_t)i * BUF_SIZE, BUF_SIZE,
-                              (unsigned short)i,
-                              io_uring_buf_ring_mask(BUF_COUNT), (int)i);
-    io_uring_buf_ring_advance(b->br, BUF_COUNT);
+    b->ngroups = 1;
+    files_setup(b);
     return 0;
+}
+
+void fut__ur_bufs_free(struct fut__backend *b)
+{
+    if (b->bufs) {
+        munmap(b->bufs, (size_t)BUF_COUNT * BUF_SIZE);
+        munmap(b->brs, GROUPS_MAX * b->pg);
+        fut__fetch_sub(&fut__uring_bufs, (size_t)b->ngroups * GROUP_BUFS,
+                       FUT__RELAXED);
+        b->bufs = b->brs = NULL;
+        b->ngroups = 0;
+    }
+    if (b->ffree) {
+        fut__fetch_sub(&fut__uring_files_used, b->fhi - b->nffree,
+                       FUT__RELAXED);
+        fut__free(b->ffree, b->nfiles * sizeof(int));
+        b->ffree = NULL;
+        b->nfiles = 0;
+    }
 }

@@ -29,8 +29,8 @@ static void arm_multishot(struct fut__backend *b, struct fut__io *io,
     }
     struct io_uring_sqe *s = fut__ur_sqe_get(b, u);
     io_uring_prep_recv_multishot(s, io->fd, NULL, 0, 0);
-    s->flags |= IOSQE_BUFFER_SELECT;
-    s->buf_group = BUF_GROUP;
+    s->flags |= IOSQE_BUFFER_SELECT; /* its group: when the owner issues
+                                        it (fut__ur_sqe_op) */
     fut__ur_sqe_op(b, s, u);
     f->ms = u;
 }
@@ -67,8 +67,7 @@ static size_t copy_out(struct fut__backend *b, struct ufd *f,
         size_t n = c->len - c->off;
         if (n > want - got)
             n = want - got;
-        memcpy((char *)op->buf + got,
-               b->bufs + (size_t)c->bid * BUF_SIZE + c->off, n);
+        memcpy((char *)op->buf + got, ur_buf(b, c->bid) + c->off, n);
         c->off += (uint32_t)n;
         got += n;
         f->queued -= n;
@@ -147,6 +146,7 @@ void fut__ur_on_recv_ms(struct fut__backend *b, struct uop *u,
     struct fut__io *io = u->io;
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         uint16_t bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+        fut__ur_buf_taken(b, bid);
         if (!io || res <= 0) { /* a fault may have eaten the bytes */
             fut__ur_buf_return(b, bid);
         } else {
@@ -203,8 +203,14 @@ void fut__ur_on_recv_ms(struct fut__backend *b, struct uop *u,
         if (res == 0)
             f->end = 0;
         else if (res == -ENOBUFS) {
-            f->nobufs = 1;
-            fut__fetch_add(&fut__uring_nobufs, 1, FUT__RELAXED);
+            /* Dry: the next arm grows the pool, or at its bound reads
+             * once into a buffer of its own; a retired group's multishot
+             * just re-arms on a live one. */
+            int dry = fut__ur_dry(b, u);
+            if (dry)
+                fut__fetch_add(&fut__uring_nobufs, 1, FUT__RELAXED);
+            if (dry == 1)
+                f->nobufs = 1;
         } else if (res < 0 && res != -ECANCELED && res != -EAGAIN &&
                    res != -EINTR)
             f->end = res;
