@@ -373,16 +373,39 @@ END_TEST
 /* -------------------------------------------------------------- together */
 
 #define NVICTIM 4
+/* How far ahead the wake is set: every task must be sleeping by then
+ * (TSan under load has taken more than 100 ms to start them). */
+#if defined(FUT_TEST_TSAN) || defined(__SANITIZE_ADDRESS__) ||               \
+    defined(STALL_SANITIZED)
+#define TOGETHER_LEAD (400 * MS)
+#else
+#define TOGETHER_LEAD (100 * MS)
+#endif
 
-static int64_t together_at; /* when the spinner and the victims wake */
+static int64_t together_at;      /* when the spinner and the victims wake */
+static atomic_int together_void; /* a task began after together_at */
 static atomic_llong victim_late[NVICTIM], victim_waited[NVICTIM];
 static struct waits together_w0; /* read at the wake (main thread) */
 static atomic_int together_w0_set;
 
+/* Sleeps until together_at; 0 when that had passed already (fut_sleep of
+ * a negative time would sleep until cancelled). */
+static int sleep_until_together(void)
+{
+    int64_t ns = together_at - now_ns();
+    if (ns <= 0) {
+        atomic_store(&together_void, 1);
+        return 0;
+    }
+    fut_sleep(ns);
+    return 1;
+}
+
 static intptr_t together_spinner(void *arg)
 {
     (void)arg;
-    fut_sleep(together_at - now_ns());
+    if (!sleep_until_together())
+        return 0;
     spin_begin();
     spin(SPIN_NS);
     return 0;
@@ -391,7 +414,8 @@ static intptr_t together_spinner(void *arg)
 static intptr_t victim(void *arg)
 {
     intptr_t i = (intptr_t)arg;
-    fut_sleep(together_at - now_ns());
+    if (!sleep_until_together())
+        return 0;
     int64_t late = now_ns() - together_at;
     struct waits w1;
     waits_read(&w1);
@@ -408,8 +432,9 @@ START_TEST(together)
 {
     atomic_store(&spin_tid, 0);
     struct fut_runtime *rt = mt2();
-    together_at = now_ns() + 100 * MS;
+    together_at = now_ns() + TOGETHER_LEAD;
     atomic_store(&together_w0_set, 0);
+    atomic_store(&together_void, 0);
     for (int i = 0; i < NVICTIM; i++)
         atomic_store(&victim_waited[i], 0);
     struct fut_join js, jv[NVICTIM];
@@ -442,6 +467,10 @@ START_TEST(together)
         }
     }
     fut_runtime_free(rt);
+    ck_assert_msg(!atomic_load(&together_void),
+                  "a task began after the wake it was to sleep until "
+                  "(%lld ms ahead): not measured",
+                  (long long)TOGETHER_LEAD / MS);
     ck_within("the latest task woken with the spinner", worst_late,
               worst_waited, LATE_MAX);
 }
