@@ -397,17 +397,25 @@ static intptr_t abort_driver(void *arg)
     return 0;
 }
 
-START_TEST(cancel_abort)
+/* Runs 'driver' (which cancels a fiber recording into 'c') on a new
+ * runtime: the cancelled fiber's await in progress and a later one
+ * returned FUT_ECANCELED, and fn returned. */
+static void run_cancelled(fut_fiber_fn driver, struct cancel_rec *c)
 {
     rt = fut_test_rt();
+    memset(c, 0, sizeof *c);
+    ASSERT_EQ(fut_fiber_run(rt, driver, c, NULL, NULL), 0);
+    ASSERT_EQ(c->first, FUT_ECANCELED);
+    ASSERT_EQ(c->later, FUT_ECANCELED);
+    ASSERT_EQ(c->returned, 1);
+}
+
+START_TEST(cancel_abort)
+{
     struct cancel_rec c;
-    memset(&c, 0, sizeof c);
-    ASSERT_EQ(fut_fiber_run(rt, abort_driver, &c, NULL, NULL), 0);
-    ASSERT_EQ(c.first, FUT_ECANCELED);
-    ASSERT_EQ(c.later, FUT_ECANCELED);
+    run_cancelled(abort_driver, &c);
     ASSERT_EQ(c.drops, 1);
     ASSERT_EQ(c.later_now, 1);
-    ASSERT_EQ(c.returned, 1);
     rt_free();
 }
 END_TEST
@@ -425,6 +433,23 @@ static void wait_set(int *flag)
         fut_test_run_pending(rt);
 }
 
+/* Frees the runtime while a fiber running 'fn' (a cancel_rec's
+ * recorder, which never returns on its own) is parked: the shutdown
+ * unwinds it, its await in progress and a later one cancelled. */
+static void shutdown_parked(fut_fiber_fn fn)
+{
+    struct cancel_rec d;
+    memset(&d, 0, sizeof d);
+    ASSERT_EQ(fut_fiber_spawn(rt, fn, &d, NULL, NULL), 0);
+    wait_set(&d.started);
+    ASSERT_EQ(d.started, 1);
+    ASSERT_EQ(__atomic_load_n(&d.returned, __ATOMIC_ACQUIRE), 0);
+    rt_free();
+    ASSERT_EQ(d.returned, 1);
+    ASSERT_EQ(d.first, FUT_ECANCELED);
+    ASSERT_EQ(d.later, FUT_ECANCELED);
+}
+
 /* Dropped before its first poll (a spawn then an immediate drop of the
  * handle; and a runtime shut down with a parked fiber): fn still runs
  * once, cancelled from its first await. */
@@ -440,16 +465,7 @@ START_TEST(cancel_unstarted)
     ASSERT_EQ(c.returned, 1);
     ASSERT_EQ(c.first, FUT_ECANCELED);
     /* Shutdown with a fiber parked in its sleep. */
-    struct cancel_rec d;
-    memset(&d, 0, sizeof d);
-    ASSERT_EQ(fut_fiber_spawn(rt, cancellee, &d, NULL, NULL), 0);
-    wait_set(&d.started);
-    ASSERT_EQ(d.started, 1);
-    ASSERT_EQ(d.returned, 0);
-    rt_free();
-    ASSERT_EQ(d.returned, 1);
-    ASSERT_EQ(d.first, FUT_ECANCELED);
-    ASSERT_EQ(d.later, FUT_ECANCELED);
+    shutdown_parked(cancellee);
 }
 END_TEST
 
@@ -574,6 +590,156 @@ START_TEST(dump)
                       strstr(dump_cancel_buf, "cancelled"),
                   "dump during the unwinding: %s", dump_cancel_buf);
     rt_free();
+}
+END_TEST
+
+/* ------------------------------------------------------------ yields */
+
+/* fut_fiber_yield lets every task that is ready run before the fiber
+ * goes on (on the current-thread runtime, exactly once each, FIFO), and a
+ * fiber that yields in a loop starves nobody: more yielders than workers
+ * spin until a fiber spawned once they all spin has yielded YIELD_TURNS
+ * times itself. A yield that did not let the others run would keep every
+ * worker in a yielder (YIELD_LIMIT fails it, rather than the timeout). */
+#define YIELD_KIDS 8
+#define YIELD_SPINNERS 4 /* > the 2 workers of the .mt variant */
+#define YIELD_TURNS 100
+#define YIELD_LIMIT 1000000L
+static int yield_count, yield_flag, yield_started;
+
+static intptr_t yield_kid(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&yield_count, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static intptr_t yield_spinner(void *arg)
+{
+    (void)arg;
+    long n = 0;
+    __atomic_add_fetch(&yield_started, 1, __ATOMIC_RELAXED);
+    /* Acquire: pairs with yield_setter's release. */
+    while (!__atomic_load_n(&yield_flag, __ATOMIC_ACQUIRE)) {
+        ck_assert_int_eq(fut_fiber_yield(), 0);
+        ck_assert_msg(++n < YIELD_LIMIT, "a yielder starved the others");
+    }
+    return n;
+}
+
+static intptr_t yield_setter(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < YIELD_TURNS; i++)
+        ck_assert_int_eq(fut_fiber_yield(), 0);
+    __atomic_store_n(&yield_flag, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static intptr_t yield_driver(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < YIELD_KIDS; i++)
+        ck_assert_int_eq(fut_fiber_spawn(NULL, yield_kid, NULL, NULL, NULL),
+                         0);
+    ck_assert_int_eq(fut_fiber_yield(), 0);
+    if (!fut_test_rt_is_mt()) /* every kid ran, once, before we went on */
+        ck_assert_int_eq(__atomic_load_n(&yield_count, __ATOMIC_RELAXED),
+                         YIELD_KIDS);
+    struct fut_join sp[YIELD_SPINNERS], st;
+    for (int i = 0; i < YIELD_SPINNERS; i++)
+        ck_assert_int_eq(
+            fut_fiber_spawn(NULL, yield_spinner, NULL, NULL, &sp[i]), 0);
+    /* Every spinner spinning before the setter exists: a yield that
+     * kept its worker would keep this driver or a spinner on every
+     * worker, and the setter would never run. */
+    for (long n = 0;
+         __atomic_load_n(&yield_started, __ATOMIC_RELAXED) < YIELD_SPINNERS;)
+        ck_assert_msg(fut_fiber_yield() == 0 && ++n < YIELD_LIMIT,
+                      "the spinners never started");
+    ck_assert_int_eq(fut_fiber_spawn(NULL, yield_setter, NULL, NULL, &st), 0);
+    ck_assert_int_eq(fut_fiber_join(&st, NULL), 0);
+    for (int i = 0; i < YIELD_SPINNERS; i++) {
+        intptr_t v = 0;
+        ck_assert_int_eq(fut_fiber_join(&sp[i], &v), 0);
+        /* FIFO: a spinner yields once per turn of the setter's. */
+        if (!fut_test_rt_is_mt())
+            ck_assert_int_le(v, YIELD_TURNS + 2);
+    }
+    return 0;
+}
+
+START_TEST(yield_fair)
+{
+    rt = fut_test_rt();
+    yield_count = yield_flag = yield_started = 0;
+    ASSERT_EQ(fut_fiber_run(rt, yield_driver, NULL, NULL, NULL), 0);
+    ASSERT_EQ(yield_count, YIELD_KIDS);
+    rt_free();
+}
+END_TEST
+
+/* A fiber cancelled while it is parked in fut_fiber_yield: that yield
+ * returns FUT_ECANCELED, every later one too at once; the join completes
+ * after fn returned; the dump shows it parked at its yield's line; a
+ * runtime shut down with a fiber parked in a yield unwinds it. */
+static char yield_dump[16384];
+static int yield_line;
+
+static intptr_t yield_cancellee(void *arg)
+{
+    struct cancel_rec *c = arg;
+    int r;
+    /* Release: pairs with the acquire loads of the driver / wait_set. */
+    __atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
+    yield_line = __LINE__ + 1;
+    while ((r = fut_fiber_yield()) == 0)
+        c->drops++; /* here: the yields that returned 0 */
+    c->first = r;
+    c->later = fut_fiber_yield();
+    __atomic_store_n(&c->returned, 1, __ATOMIC_RELEASE);
+    return -1;
+}
+
+static intptr_t yield_abort_driver(void *arg)
+{
+    struct cancel_rec *c = arg;
+    struct fut_fiber_opts o;
+    fut_fiber_opts_init(&o);
+    o.name = "yielder";
+    struct fut_join j;
+    ck_assert_int_eq(fut_fiber_spawn(NULL, yield_cancellee, c, &o, &j), 0);
+    while (!__atomic_load_n(&c->started, __ATOMIC_ACQUIRE))
+        fut_fiber_yield();
+    for (int i = 0; i < 10; i++)
+        fut_fiber_yield();
+    /* On the current-thread runtime it is parked in its yield now. */
+    ck_assert(fut_runtime_dump(NULL, yield_dump, sizeof yield_dump) > 0);
+    if (!fut_test_rt_is_mt()) /* parked: its yield returns no 0 now */
+        c->later_now = c->drops;
+    fut_join_abort(&j);
+    ck_assert_int_eq(fut_fiber_join(&j, NULL), FUT_ECANCELED);
+    ck_assert(__atomic_load_n(&c->returned, __ATOMIC_ACQUIRE));
+    return 0;
+}
+
+START_TEST(cancel_yield)
+{
+    struct cancel_rec c;
+    run_cancelled(yield_abort_driver, &c);
+    ck_assert_int_ge(c.drops, 1);
+    if (!fut_test_rt_is_mt()) {
+        ck_assert_int_ge(c.drops, 10);
+        ASSERT_EQ(c.drops, c.later_now); /* parked while it was aborted */
+        char want[160];
+        snprintf(want, sizeof want,
+                 "fiber 'yielder' parked in fut_fiber_yield at %s:%d",
+                 __FILE__, yield_line);
+        ck_assert_msg(strstr(yield_dump, want), "want '%s' in: %s", want,
+                      yield_dump);
+    }
+    /* Shutdown with a fiber parked in a yield (detached, spinning). */
+    shutdown_parked(yield_cancellee);
 }
 END_TEST
 
@@ -779,6 +945,8 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "cancel_scope"), cancel_scope);
     tcase_add_test(fut_test_tcase(s, "scope_fail_fast"), scope_fail_fast);
     tcase_add_test(fut_test_tcase(s, "dump"), dump);
+    tcase_add_test(fut_test_tcase(s, "yield_fair"), yield_fair);
+    tcase_add_test(fut_test_tcase(s, "cancel_yield"), cancel_yield);
     tcase_add_test(fut_test_tcase(s, "threads_migrate"), threads_migrate);
     tcase_add_test(fut_test_tcase(s, "stack_pool"), stack_pool);
     tcase_add_test(fut_test_tcase(s, "stack_overflow"), stack_overflow);

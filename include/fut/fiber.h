@@ -191,7 +191,9 @@ FUT_EXTERN int fut_in_fiber(void);
  * time.h, chan.h), and aborts in debug builds / returns FUT_EINVAL
  * outside a fiber, reporting the caller's file:line. */
 
-/** Lets the runtime poll its other ready tasks (fut_yield). 0. */
+/** Lets the runtime poll its other ready tasks (as fut_yield, without a
+ * future: the task is re-queued behind every task ready now and the
+ * fiber switches out). 0, or FUT_ECANCELED (the fiber was cancelled). */
 #define fut_fiber_yield() fut_fiber_yield_at(__FILE__, __LINE__)
 /** The function behind fut_fiber_yield(), which passes its call site as
  * 'file' and 'line' (for task dumps and debug reports). */

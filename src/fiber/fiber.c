@@ -33,6 +33,14 @@
  *   in progress and every later one drop f and return FUT_ECANCELED
  *   without polling.
  *
+ *   fut_fiber_yield: the same as fut_await of a struct fut_yield
+ *   without the future: it wakes the task through 'cx' (the self-wake
+ *   that makes the poll's end re-queue it behind every task ready now),
+ *   switches out, and on the next switch in returns 0, or FUT_ECANCELED
+ *   when 'cancelled' was set meanwhile. 'yielding' (with the await site)
+ *   is what the task dump shows while it is parked there. No budget is
+ *   spent, as fut_yield spends none.
+ *
  *   The drop of a fiber that is not DONE switches in once with
  *   'cancelled' set: fn runs to its return (every await now returns at
  *   once), then the stack is freed. A NEW fiber is started that way too,
@@ -68,19 +76,22 @@ enum { F_NEW, F_SUSPENDED, F_RUNNING, F_DONE };
 #define IGNORED_CANCEL_REPORT 10000
 
 struct fut__fiber {
-    void *sp;        /* the fiber's, while it is switched out */
-    void *caller_sp; /* the poller's, while the fiber runs */
+    /* What every switch and yield touches, first (one cache line). */
+    void *sp;                    /* the fiber's, while it is switched out */
+    void *caller_sp;             /* the poller's, while the fiber runs */
+    struct fut_context *cx;      /* the poll running it; NULL in a drop */
+    struct fut__fiber *prev;     /* this thread's fiber before it (nested) */
+    struct fut_future *awaiting; /* what its fut_await polls now */
+    const char *await_file;      /* where that fut_await (or yield) is */
+    int await_line;
+    int state;     /* F_* */
+    int cancelled; /* every await returns FUT_ECANCELED */
+    int yielding;  /* suspended in fut_fiber_yield */
+    /* The rest. */
     struct fut__stack stack;
     fut_fiber_fn fn;
     void *arg;
     intptr_t value;              /* fn's return value (DONE) */
-    struct fut_context *cx;      /* the poll running it; NULL in a drop */
-    struct fut__fiber *prev;     /* this thread's fiber before it (nested) */
-    struct fut_future *awaiting; /* what its fut_await polls now */
-    const char *await_file;      /* where that fut_await is */
-    int await_line;
-    int state;                   /* F_* */
-    int cancelled;               /* every await returns FUT_ECANCELED */
     unsigned long cancel_awaits; /* awaits since the cancel */
     const char *name;
     const char *spawn_file;
@@ -375,6 +386,9 @@ int fut__fiber_describe(struct fut_future *f, char *buf, size_t len)
     else if (fb->awaiting)
         snprintf(buf, len, "fiber '%s' parked in fut_await at %s:%d%s",
                  fb->name, fb->await_file, fb->await_line, c);
+    else if (fb->yielding)
+        snprintf(buf, len, "fiber '%s' parked in fut_fiber_yield at %s:%d%s",
+                 fb->name, fb->await_file, fb->await_line, c);
     else
         snprintf(buf, len, "fiber '%s' suspended%s", fb->name, c);
     return 1;
@@ -476,12 +490,11 @@ int fut_in_fiber(void)
     return fb != NULL && fb->state == F_RUNNING;
 }
 
-/* An await after the cancel: no poll. */
-static int await_cancelled(struct fut__fiber *fb, struct fut_future *f,
-                           const char *file, int line)
+/* A yield or an await after the cancel: no poll, no switch. */
+static int yield_cancelled(struct fut__fiber *fb, const char *file, int line)
 {
-    fut_drop(f);
     fb->awaiting = NULL;
+    fb->yielding = 0;
     fb->await_file = file;
     fb->await_line = line;
 #ifdef FUT_DEBUG
@@ -496,11 +509,18 @@ static int await_cancelled(struct fut__fiber *fb, struct fut_future *f,
     return FUT_ECANCELED;
 }
 
+static int await_cancelled(struct fut__fiber *fb, struct fut_future *f,
+                           const char *file, int line)
+{
+    fut_drop(f);
+    return yield_cancelled(fb, file, line);
+}
+
 int fut_await_at(struct fut_future *f, const char *file, int line)
 {
     FUT_ARG_CHECK(f, "'f' is NULL");
     struct fut__fiber *fb = current_fiber();
-    if (!fb || fb->state != F_RUNNING)
+    if (FUT_UNLIKELY(!fb || fb->state != F_RUNNING))
         return misuse("fut_await outside a fiber", file, line);
     if (!f)
         return misuse("fut_await of NULL", file, line);
@@ -516,5 +536,26 @@ int fut_await_at(struct fut_future *f, const char *file, int line)
     }
     fut_drop(f);
     fb->awaiting = NULL;
+    return 0;
+}
+
+/* The yield without a future (see the rules on top): what fut_await of
+ * a struct fut_yield did, minus that future's two polls, its drop and
+ * the await's bookkeeping. */
+int fut_fiber_yield_at(const char *file, int line)
+{
+    struct fut__fiber *fb = current_fiber();
+    if (FUT_UNLIKELY(!fb || fb->state != F_RUNNING))
+        return misuse("fut_fiber_yield outside a fiber", file, line);
+    if (FUT_UNLIKELY(fb->cancelled))
+        return yield_cancelled(fb, file, line);
+    fb->await_file = file;
+    fb->await_line = line;
+    fb->yielding = 1;
+    fut_waker_wake_by_ref(&fb->cx->waker); /* re-queued behind the others */
+    fiber_suspend(fb);
+    fb->yielding = 0;
+    if (FUT_UNLIKELY(fb->cancelled))
+        return yield_cancelled(fb, file, line);
     return 0;
 }

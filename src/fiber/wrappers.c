@@ -2,15 +2,9 @@
 /* The fiber wrappers (include/fut/fiber.h): each one is a future on the
  * fiber's stack, fut_await, and that future's result. fut_await reports
  * misuse (outside a fiber) with the caller's file:line, passed through;
- * on a cancel it has dropped the future and returns FUT_ECANCELED. */
+ * on a cancel it has dropped the future and returns FUT_ECANCELED.
+ * fut_fiber_yield has no future: it is in fiber.c. */
 #include "fiber/fiber_internal.h"
-
-int fut_fiber_yield_at(const char *file, int line)
-{
-    struct fut_yield y;
-    fut_yield_init(&y);
-    return fut_await_at(&y.base, file, line);
-}
 
 ssize_t fut_read_at(struct fut_io *io, void *buf, size_t len,
                     const char *file, int line)

@@ -176,6 +176,7 @@ static struct fut_task **ring_at(struct ct_sched *c, size_t k)
 }
 
 static void list_push(struct ct_sched *c, struct fut_task *t);
+static struct fut_task *list_pop(struct ct_sched *c);
 
 /* Simulation: room for one more in the ring; 0 when it cannot grow (the
  * queue moves to the list for good, in order). */
@@ -222,9 +223,12 @@ static struct fut_task *ring_take(struct ct_sched *c, size_t k)
     return t;
 }
 
-static void push_local(struct ct_sched *c, struct fut_task *t)
+/* Simulation: push_local's queue (out of line, so that the common path
+ * saves no registers for it). */
+static __attribute__((noinline, cold)) void push_sim(struct ct_sched *c,
+                                                     struct fut_task *t)
 {
-    if (FUT_UNLIKELY(c->base.sim) && !c->rlist) {
+    if (!c->rlist) {
         if (FUT_UNLIKELY(simw(c))) { /* a LIFO slot, or injection */
             c->qlen++;
             fut__simw_schedule(simw(c), t);
@@ -237,6 +241,14 @@ static void push_local(struct ct_sched *c, struct fut_task *t)
         }
     }
     list_push(c, t);
+}
+
+static void push_local(struct ct_sched *c, struct fut_task *t)
+{
+    if (FUT_UNLIKELY(c->base.sim))
+        push_sim(c, t);
+    else
+        list_push(c, t);
 }
 
 static void list_push(struct ct_sched *c, struct fut_task *t)
@@ -269,7 +281,9 @@ static struct fut_task *pop_seeded(struct ct_sched *c)
     return t;
 }
 
-static struct fut_task *pop_local(struct ct_sched *c)
+/* Simulation: pop_local's pick (out of line, as push_sim). */
+static __attribute__((noinline, cold)) struct fut_task *
+pop_sim(struct ct_sched *c)
 {
     if (FUT_UNLIKELY(simw(c))) { /* seeded worker, or any at shutdown */
         struct fut_task *t = c->shutting_down
@@ -287,8 +301,20 @@ static struct fut_task *pop_local(struct ct_sched *c)
                        : 0;
         return ring_take(c, k);
     }
-    if (c->base.sim && c->qlen > 1 && !c->shutting_down)
+    if (c->qlen > 1 && !c->shutting_down)
         return pop_seeded(c);
+    return list_pop(c);
+}
+
+static struct fut_task *pop_local(struct ct_sched *c)
+{
+    if (FUT_UNLIKELY(c->base.sim))
+        return pop_sim(c);
+    return list_pop(c);
+}
+
+static struct fut_task *list_pop(struct ct_sched *c)
+{
     struct fut_task *t = c->head;
     if (t) {
         c->qlen--;
