@@ -22,7 +22,9 @@ _Static_assert(sizeof(uintptr_t) == 8, "fut's I/O layer needs 64-bit words");
  * inside the future (public storage: struct fut_timer_entry). */
 struct fut__timer {
     struct fut__tentry e;   /* under the driver lock */
-    struct fut_waker waker; /* under the driver lock */
+    struct fut_waker waker; /* under the driver lock (a one_thread
+                               driver's block_on thread may read it
+                               without: fut__timer_poll) */
     fut__aword state;       /* TIMER_* below */
     struct fut__iodrv *drv; /* armed on; set by the poller */
 };
@@ -129,6 +131,10 @@ struct fut__iodrv {
     int sim;               /* a simulation's driver (fut__driver_new_sim):
                               no fd may register, blocking jobs run
                               inline (static after creation) */
+    int one_thread;        /* a current-thread runtime's: only the thread
+                              in its block_on parks it (fires its timers,
+                              dispatches its events); static after
+                              creation */
     int64_t origin;        /* real time of tick 0 */
     fut__aword vnow;       /* virtual now (ns); written under 'lock' */
     fut__aword inhibit;    /* blocking jobs in flight (paused clock) */
