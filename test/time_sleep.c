@@ -120,6 +120,49 @@ START_TEST(sleep_without_runtime)
 }
 END_TEST
 
+/* A sleep polled again with another waker wakes that one, not the first
+ * (fut__timer_poll's lock-free re-poll on a current-thread runtime skips
+ * only a slot that holds the same waker); polled twice with the same
+ * waker, it is woken once. */
+struct two_wakers {
+    struct count_waker a, b;
+    struct fut_sleep s, t;
+};
+
+static void poll_with_two(void *ud)
+{
+    struct two_wakers *w = ud;
+    struct fut_context ca = cw_context(&w->a), cb = cw_context(&w->b);
+    fut_sleep_init(&w->s, 5 * MS);
+    ASSERT_EQ(fut_poll(&w->s.base, &ca), FUT_PENDING);
+    ASSERT_EQ(fut_poll(&w->s.base, &cb), FUT_PENDING);
+    fut_sleep_init(&w->t, 5 * MS);
+    ASSERT_EQ(fut_poll(&w->t.base, &ca), FUT_PENDING);
+    ASSERT_EQ(fut_poll(&w->t.base, &ca), FUT_PENDING);
+}
+
+START_TEST(sleep_repoll_new_waker)
+{
+    struct fut_runtime *rt = rt_make(0);
+    struct two_wakers w;
+    atomic_init(&w.a.wakes, 0);
+    atomic_init(&w.b.wakes, 0);
+    run_on(rt, poll_with_two, &w);
+    struct fut_sleep after; /* the driver runs past both deadlines */
+    fut_sleep_init(&after, 60 * MS);
+    ASSERT_EQ(fut_block_on(rt, &after.base), 0);
+    fut_drop(&after.base);
+    ck_assert_msg(
+        atomic_load(&w.b.wakes) == 1 && atomic_load(&w.a.wakes) == 1,
+        "the second waker woken %ld times, the first %ld (want "
+        "1 and 1: s wakes b, t wakes a once)",
+        (long)atomic_load(&w.b.wakes), (long)atomic_load(&w.a.wakes));
+    fut_drop(&w.s.base);
+    fut_drop(&w.t.base);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 START_TEST(sleep_reset_rearms)
 {
     struct fut_runtime *rt = rt_make(0);
@@ -652,6 +695,7 @@ int main(void)
     tcase_add_test(tc, sleep_firing_order);
     tcase_add_test(tc, sleep_never_early);
     tcase_add_test(tc, sleep_without_runtime);
+    tcase_add_test(tc, sleep_repoll_new_waker);
     tcase_add_test(tc, sleep_reset_rearms);
     tcase_add_test(tc, sleep_reset_later_is_cheap);
     tc = fut_test_tcase(s, "timeout");

@@ -125,19 +125,36 @@ int fut__timer_arm(struct fut__iodrv *d, struct fut__timer *t,
     return 0;
 }
 
+/* fut__timer_poll of an armed timer, under the driver's lock. */
+static __attribute__((noinline)) int
+timer_poll_locked(struct fut__iodrv *d, struct fut__timer *t,
+                  const struct fut_waker *w)
+{
+    fut__mutex_lock(&d->lock);
+    uintptr_t s = fut__load(&t->state, FUT__RELAXED);
+    if (s == FUT__TIMER_ARMED)
+        fut_waker_set(&t->waker, w);
+    fut__mutex_unlock(&d->lock);
+    if (s == FUT__TIMER_ARMED)
+        return 0;
+    return s == FUT__TIMER_DEAD ? FUT_ESHUTDOWN : 1;
+}
+
 int fut__timer_poll(struct fut__timer *t, const struct fut_waker *w)
 {
     /* Acquire: pairs with the release store of FIRED in fire_timers. */
     uintptr_t s = fut__load(&t->state, FUT__ACQUIRE);
     if (s == FUT__TIMER_ARMED) {
         struct fut__iodrv *d = t->drv;
-        fut__mutex_lock(&d->lock);
-        s = fut__load(&t->state, FUT__RELAXED);
-        if (s == FUT__TIMER_ARMED)
-            fut_waker_set(&t->waker, w);
-        fut__mutex_unlock(&d->lock);
-        if (s == FUT__TIMER_ARMED)
+        /* A current-thread runtime's timers fire only in its block_on's
+         * park, on the thread running it: when that is this thread, the
+         * driver cannot touch the entry while we look, and a slot that
+         * holds this waker already needs nothing (the common re-poll of
+         * an armed sleep by its own task). */
+        if (d->one_thread && d == fut__iodrv_current() &&
+            fut_waker_will_wake(&t->waker, w))
             return 0;
+        return timer_poll_locked(d, t, w);
     }
     return s == FUT__TIMER_DEAD ? FUT_ESHUTDOWN : 1;
 }
@@ -638,6 +655,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
     fut__aword_init(&d->park_state, IDLE);
     fut__aword_init(&d->holder_fd, (uintptr_t)d->evfd);
     d->paused = cfg->start_paused != 0;
+    d->one_thread = cfg->flavor == FUT_RT_CURRENT_THREAD;
     d->origin = fut_now_ns();
     fut__aword_init(&d->vnow, (uintptr_t)d->origin);
     fut__aword_init(&d->inhibit, 0);

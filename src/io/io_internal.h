@@ -22,7 +22,9 @@ _Static_assert(sizeof(uintptr_t) == 8, "fut's I/O layer needs 64-bit words");
  * inside the future (public storage: struct fut_timer_entry). */
 struct fut__timer {
     struct fut__tentry e;   /* under the driver lock */
-    struct fut_waker waker; /* under the driver lock */
+    struct fut_waker waker; /* under the driver lock (a one_thread
+                               driver's block_on thread may read it
+                               without: fut__timer_poll) */
     fut__aword state;       /* TIMER_* below */
     struct fut__iodrv *drv; /* armed on; set by the poller */
 };
@@ -129,6 +131,10 @@ struct fut__iodrv {
     int sim;               /* a simulation's driver (fut__driver_new_sim):
                               no fd may register, blocking jobs run
                               inline (static after creation) */
+    int one_thread;        /* a current-thread runtime's: only the thread
+                              in its block_on parks it (fires its timers,
+                              dispatches its events); static after
+                              creation */
     int64_t origin;        /* real time of tick 0 */
     fut__aword vnow;       /* virtual now (ns); written under 'lock' */
     fut__aword inhibit;    /* blocking jobs in flight (paused clock) */
@@ -265,8 +271,28 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out);
  * caller returns PENDING), or a negative code (FUT_EINVAL: no driver on
  * this thread, or another runtime's; a registration error such as
  * -ENOMEM or -EPERM; FUT_ECANCELED: a foreign fd deregistered). */
-int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
-                  uint32_t *tick);
+int fut__io_ready_slow(struct fut__io *io, unsigned dir,
+                       struct fut_context *cx, uint32_t *tick);
+/* The ready bits of 'dir' in readiness word 'w' (direction masks). */
+#define FUT__IO_READ_MASK (FUT__RD_READ | FUT__RD_RCLOSED | FUT__RD_ERROR)
+#define FUT__IO_WRITE_MASK (FUT__RD_WRITE | FUT__RD_WCLOSED | FUT__RD_ERROR)
+/* fut__io_ready's common case inline (the readiness is there: one load),
+ * the wait out of line (fut__io_ready_slow, reactor.c): every socket
+ * future's poll takes this step, most of them without waiting. */
+static inline int fut__io_ready(struct fut__io *io, unsigned dir,
+                                struct fut_context *cx, uint32_t *tick)
+{
+    unsigned mask =
+        dir == FUT__DIR_READ ? FUT__IO_READ_MASK : FUT__IO_WRITE_MASK;
+    /* Acquire: pairs with the dispatcher's release CAS, so what the event
+     * stands for (bytes in the socket) is there when we act on it. */
+    uintptr_t w = fut__load(&io->readiness, FUT__ACQUIRE);
+    if (FUT_LIKELY(w & mask)) {
+        *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
+        return (int)(w & mask);
+    }
+    return fut__io_ready_slow(io, dir, cx, tick);
+}
 /* Binds 'io' to the driver of this thread without asking the backend to
  * watch it (a completion backend's first native operation): close then
  * tells the backend (unwatch) and the free waits for its forget. Returns

@@ -42,8 +42,8 @@
 #include "platform/sys.h"
 
 #define TICK_MASK (~(uintptr_t)0 << FUT__IO_TICK_SHIFT)
-#define READ_MASK (FUT__RD_READ | FUT__RD_RCLOSED | FUT__RD_ERROR)
-#define WRITE_MASK (FUT__RD_WRITE | FUT__RD_WCLOSED | FUT__RD_ERROR)
+#define READ_MASK FUT__IO_READ_MASK
+#define WRITE_MASK FUT__IO_WRITE_MASK
 
 static unsigned dir_mask(unsigned dir)
 {
@@ -149,17 +149,42 @@ void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx)
     fut__mutex_unlock(&io->lock);
 }
 
-int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
-                  uint32_t *tick)
+/* fut__io_ready_slow's rarer cases (under io->lock): the fd's first wait
+ * registers it with this thread's driver (or, attached by a completion
+ * backend's op, asks the backend to watch it); another runtime's fd is
+ * FUT_EINVAL. Out of line: the wait of a registered fd, once per wait on
+ * every connection, saves the registers these need. */
+static __attribute__((noinline)) int io_first_wait(struct fut__io *io)
+{
+    if (!io->drv) {
+        int r = io_register(io);
+        if (r < 0) {
+            /* Nobody will report readiness: assume it again, so that a
+             * later attempt (on a runtime, or when data is there) tries
+             * the syscall first. */
+            fut__fetch_or(&io->readiness, FUT__RD_READ | FUT__RD_WRITE,
+                          FUT__RELAXED);
+        }
+        return r;
+    }
+    if (io->drv != fut__iodrv_current())
+        return FUT_EINVAL;
+    if (!io->watched) /* attached by a completion backend's op */
+        return io_watch(io, io->drv);
+    return 0;
+}
+
+/* fut__io_ready (io_internal.h) found no readiness: register the
+ * waker, then look again under the fd's lock (see the rules). Inlined
+ * into the I/O step (io_do, where it ran inline until a second copy of
+ * io_do made the compiler keep it out of line: +81 instructions per echo
+ * round trip), a call for the other callers (fut__io_ready_slow). */
+static inline __attribute__((always_inline)) int
+io_ready_wait(struct fut__io *io, unsigned dir, struct fut_context *cx,
+              uint32_t *tick)
 {
     unsigned mask = dir_mask(dir);
-    /* Acquire: pairs with the dispatcher's release CAS, so what the event
-     * stands for (bytes in the socket) is there when we act on it. */
-    uintptr_t w = fut__load(&io->readiness, FUT__ACQUIRE);
-    if (w & mask) {
-        *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
-        return (int)(w & mask);
-    }
+    uintptr_t w;
     if (FUT_UNLIKELY(fut__load(&fut__sys_armed, FUT__RELAXED)))
         fut__sys_after(FUT__SYS_PREWAIT, io->fd, 0); /* tests only */
     fut__mutex_lock(&io->lock);
@@ -169,23 +194,9 @@ int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
         fut__mutex_unlock(&io->lock);
         return FUT_ECANCELED;
     }
-    if (!io->drv) {
-        int r = io_register(io);
-        if (r < 0) {
-            /* Nobody will report readiness: assume it again, so that a
-             * later attempt (on a runtime, or when data is there) tries
-             * the syscall first. */
-            fut__fetch_or(&io->readiness, FUT__RD_READ | FUT__RD_WRITE,
-                          FUT__RELAXED);
-            fut__mutex_unlock(&io->lock);
-            return r;
-        }
-    } else if (io->drv != fut__iodrv_current()) {
-        fut__mutex_unlock(&io->lock);
-        return FUT_EINVAL;
-    } else if (!io->watched) {
-        /* Attached by a completion backend's op, watched only now. */
-        int r = io_watch(io, io->drv);
+    struct fut__iodrv *d = io->drv;
+    if (FUT_UNLIKELY(!d || d != fut__iodrv_current() || !io->watched)) {
+        int r = io_first_wait(io);
         if (r < 0) {
             fut__mutex_unlock(&io->lock);
             return r;
@@ -201,6 +212,25 @@ int fut__io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
         return (int)(w & mask);
     }
     return 0;
+}
+
+int fut__io_ready_slow(struct fut__io *io, unsigned dir,
+                       struct fut_context *cx, uint32_t *tick)
+{
+    return io_ready_wait(io, dir, cx, tick);
+}
+
+/* fut__io_ready with the wait inline (the I/O step's). */
+static inline __attribute__((always_inline)) int
+io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
+         uint32_t *tick)
+{
+    uintptr_t w = fut__load(&io->readiness, FUT__ACQUIRE); /* see there */
+    if (FUT_LIKELY(w & dir_mask(dir))) {
+        *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
+        return (int)(w & dir_mask(dir));
+    }
+    return io_ready_wait(io, dir, cx, tick);
 }
 
 void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick)
@@ -593,7 +623,7 @@ io_do(struct fut__io *io, const struct fut__op *op, struct fut_context *cx,
     size_t want = op->want;
     for (;;) {
         uint32_t tick;
-        int r = fut__io_ready(io, dir, cx, &tick);
+        int r = io_ready(io, dir, cx, &tick);
         if (r < 0) {
             *res = r;
             return FUT_READY;

@@ -176,7 +176,6 @@ static struct fut_task **ring_at(struct ct_sched *c, size_t k)
 }
 
 static void list_push(struct ct_sched *c, struct fut_task *t);
-static struct fut_task *list_pop(struct ct_sched *c);
 
 /* Simulation: room for one more in the ring; 0 when it cannot grow (the
  * queue moves to the list for good, in order). */
@@ -223,32 +222,30 @@ static struct fut_task *ring_take(struct ct_sched *c, size_t k)
     return t;
 }
 
-/* Simulation: push_local's queue (out of line, so that the common path
- * saves no registers for it). */
-static __attribute__((noinline, cold)) void push_sim(struct ct_sched *c,
-                                                     struct fut_task *t)
+/* Simulation: push_local's queue (the emulated workers' or the ring);
+ * 0 when the ring cannot grow (the list takes the task). Out of line, so
+ * that push_local stays small enough to inline on every other runtime. */
+static __attribute__((noinline)) int sim_push(struct ct_sched *c,
+                                              struct fut_task *t)
 {
-    if (!c->rlist) {
-        if (FUT_UNLIKELY(simw(c))) { /* a LIFO slot, or injection */
-            c->qlen++;
-            fut__simw_schedule(simw(c), t);
-            return;
-        }
-        if (ring_room(c)) {
-            *ring_at(c, c->qlen) = t;
-            c->qlen++;
-            return;
-        }
+    if (FUT_UNLIKELY(simw(c))) { /* a LIFO slot, or injection */
+        c->qlen++;
+        fut__simw_schedule(simw(c), t);
+        return 1;
     }
-    list_push(c, t);
+    if (ring_room(c)) {
+        *ring_at(c, c->qlen) = t;
+        c->qlen++;
+        return 1;
+    }
+    return 0;
 }
 
-static void push_local(struct ct_sched *c, struct fut_task *t)
+FUT__HOT_INLINE void push_local(struct ct_sched *c, struct fut_task *t)
 {
-    if (FUT_UNLIKELY(c->base.sim))
-        push_sim(c, t);
-    else
-        list_push(c, t);
+    if (FUT_UNLIKELY(c->base.sim) && !c->rlist && sim_push(c, t))
+        return;
+    list_push(c, t);
 }
 
 static void list_push(struct ct_sched *c, struct fut_task *t)
@@ -281,9 +278,21 @@ static struct fut_task *pop_seeded(struct ct_sched *c)
     return t;
 }
 
-/* Simulation: pop_local's pick (out of line, as push_sim). */
-static __attribute__((noinline, cold)) struct fut_task *
-pop_sim(struct ct_sched *c)
+static struct fut_task *list_pop(struct ct_sched *c)
+{
+    struct fut_task *t = c->head;
+    if (t) {
+        c->qlen--;
+        c->head = t->next;
+        if (!c->head)
+            c->tail = NULL;
+    }
+    return t;
+}
+
+/* Simulation: pop_local's pick (see the rules). Out of line, as
+ * sim_push. */
+static __attribute__((noinline)) struct fut_task *sim_pop(struct ct_sched *c)
 {
     if (FUT_UNLIKELY(simw(c))) { /* seeded worker, or any at shutdown */
         struct fut_task *t = c->shutting_down
@@ -306,23 +315,11 @@ pop_sim(struct ct_sched *c)
     return list_pop(c);
 }
 
-static struct fut_task *pop_local(struct ct_sched *c)
+FUT__HOT_INLINE struct fut_task *pop_local(struct ct_sched *c)
 {
     if (FUT_UNLIKELY(c->base.sim))
-        return pop_sim(c);
+        return sim_pop(c);
     return list_pop(c);
-}
-
-static struct fut_task *list_pop(struct ct_sched *c)
-{
-    struct fut_task *t = c->head;
-    if (t) {
-        c->qlen--;
-        c->head = t->next;
-        if (!c->head)
-            c->tail = NULL;
-    }
-    return t;
 }
 
 static void link_owned(struct ct_sched *c, struct fut_task *t)
@@ -618,22 +615,34 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
     return 0;
 }
 
-/* Simulation mode: one poll of 't' as a step of the trace. */
-static enum fut__run_result sim_run_task(struct ct_sched *c,
-                                         struct fut_task *t, int *spent)
+/* Simulation mode, after the poll of 't' (tagged 'g', copied before the
+ * poll: a DONE task may be freed by it): the step of the trace, the
+ * requeue (to the back of its emulated worker's queue, or of the one
+ * queue) and the end of the worker's poll. Out of line: run_task keeps
+ * one call of fut__task_run, which LTO then inlines with fut__task_poll
+ * (two calls kept both out of line: +43 instructions per poll). */
+static __attribute__((noinline)) void
+sim_ran_task(struct ct_sched *c, struct fut_task *t,
+             const struct fut__sim_tag *g, enum fut__run_result r)
 {
-    /* The tag before the poll: a DONE task may be freed by it. */
-    struct fut__sim_tag g = *sim_tag(t);
-    enum fut__run_result r = fut__task_run(t, c->budget, spent);
-    if (fut__sim_step(c->base.sim, g.id,
+    if (fut__sim_step(c->base.sim, g->id,
                       r == FUT__RUN_DONE         ? FUT__SIM_DONE
                       : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
                                                  : FUT__SIM_PENDING,
-                      g.file, g.line))
+                      g->file, g->line))
         c->sim_stopped = SIM_DIVERGED;
     else if (fut__sim_check(c->base.sim))
         c->sim_stopped = SIM_INVARIANT;
-    return r;
+    if (r == FUT__RUN_RESCHEDULE) {
+        if (simw(c)) { /* the back of its worker's queue */
+            c->qlen++;
+            fut__simw_yield(simw(c), t);
+        } else {
+            push_local(c, t); /* to the back: the others go first */
+        }
+    }
+    if (simw(c))
+        simw(c)->cur = -1; /* no worker's poll runs now */
 }
 
 static void run_task(struct ct_sched *c, struct fut_task *t)
@@ -641,26 +650,18 @@ static void run_task(struct ct_sched *c, struct fut_task *t)
     stat_inc(&c->n_polls);
     int spent = 0;
     /* Every other runtime polls without the simulation's tag copy. */
-    enum fut__run_result r = FUT_UNLIKELY(c->base.sim)
-                                 ? sim_run_task(c, t, &spent)
-                                 : fut__task_run(t, c->budget, &spent);
+    struct fut__sim_tag tag, *g = NULL;
+    if (FUT_UNLIKELY(c->base.sim)) {
+        tag = *sim_tag(t);
+        g = &tag;
+    }
+    enum fut__run_result r = fut__task_run(t, c->budget, &spent);
     if (spent)
         stat_inc(&c->n_budget);
-    switch (r) {
-    case FUT__RUN_RESCHEDULE:
-        if (FUT_UNLIKELY(simw(c))) { /* the back of its worker's queue */
-            c->qlen++;
-            fut__simw_yield(simw(c), t);
-        } else {
-            push_local(c, t); /* to the back: the others go first */
-        }
-        break;
-    case FUT__RUN_IDLE:
-    case FUT__RUN_DONE:
-        break;
-    }
-    if (FUT_UNLIKELY(simw(c)))
-        simw(c)->cur = -1; /* no worker's poll runs now */
+    if (FUT_UNLIKELY(g))
+        sim_ran_task(c, t, g, r);
+    else if (r == FUT__RUN_RESCHEDULE)
+        push_local(c, t); /* to the back: the others go first */
 }
 
 /* Lets the driver (if any) dispatch what is ready without blocking. */
