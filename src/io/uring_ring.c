@@ -835,24 +835,28 @@ static void groups_trim(struct fut__backend *b)
 /* ------------------------------------------------------- fixed files */
 
 /* A sparse table of FILES_MAX slots (fewer under RLIMIT_NOFILE), or none
- * (nfiles 0: the kernel has no sparse tables, 5.19, or refused). */
-static void files_setup(struct fut__backend *b)
+ * (nfiles 0: the kernel has no sparse tables, 5.19, or refused: plain
+ * fds, not an error). 0, or FUT_ENOMEM when the free-slot stack cannot
+ * be allocated (an allocation failure is the caller's, as every other:
+ * the ring is not made, rather than made without its table). */
+static int files_setup(struct fut__backend *b)
 {
     unsigned n = FILES_MAX;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
         n = (unsigned)rl.rlim_cur;
     if (n < 64)
-        return;
+        return 0;
     b->ffree = fut__alloc(n * sizeof(int));
     if (!b->ffree)
-        return;
+        return FUT_ENOMEM;
     if (io_uring_register_files_sparse(&b->ring, n) < 0) {
         fut__free(b->ffree, n * sizeof(int));
         b->ffree = NULL;
-        return;
+        return 0;
     }
     b->nfiles = n;
+    return 0;
 }
 
 /* Gives op u's SQE 's' u's fd's slot, taken now if it has none (rules
@@ -911,27 +915,30 @@ int fut__ur_setup_bufs(struct fut__backend *b)
 {
     long pg = sysconf(_SC_PAGESIZE);
     b->pg = pg > 0 ? (size_t)pg : 4096;
+    int e = files_setup(b); /* first: its allocation can fail */
+    if (e < 0)
+        return e;
     void *r = mmap(NULL, GROUPS_MAX * b->pg, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (r == MAP_FAILED)
+    if (r == MAP_FAILED) {
+        fut__ur_bufs_free(b);
         return FUT_ENOMEM;
+    }
     void *m = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) {
         munmap(r, GROUPS_MAX * b->pg);
+        fut__ur_bufs_free(b);
         return FUT_ENOMEM;
     }
     b->brs = r;
     b->bufs = m;
-    int e = group_add(b, 0);
+    e = group_add(b, 0);
     if (e < 0) {
-        munmap(m, (size_t)BUF_COUNT * BUF_SIZE);
-        munmap(r, GROUPS_MAX * b->pg);
-        b->brs = b->bufs = NULL;
+        fut__ur_bufs_free(b); /* ngroups 0: nothing counted yet */
         return e;
     }
     b->ngroups = 1;
-    files_setup(b);
     return 0;
 }
 
