@@ -13,11 +13,13 @@
  * prints each simulation's trace hash, FUT_SIM_CHECK runs each seed twice
  * and names the first step where they differ.
  *
- * The network is simulated for TCP, UDP and Unix stream sockets (below:
+ * The network is simulated for TCP, UDP and Unix stream and datagram
+ * sockets and socket pairs (below:
  * hosts, latency, bandwidth, partitions, resets, accept backlogs, host
  * crashes and restarts, UDP loss, duplication and reordering;
  * docs/simulation.md): fut_tcp_*, fut_udp_*, fut_unix_listen,
- * fut_unix_connect_init and the stream and datagram calls work
+ * fut_unix_connect_init, fut_unix_datagram_bind, fut_unix_pair and the
+ * stream and datagram calls work
  * unchanged on simulated sockets. On request (below): N workers emulated on the one
  * thread (cfg->workers > 1: per-worker queues, LIFO slots, stealing, all
  * decided by the seed); seeded faults of the allocator hook, the file
@@ -26,8 +28,7 @@
  * seeds that also chooses the faults per seed and prints the replay of
  * the first failure (fut_sim_swarm).
  *
- * Not simulated (yet): Unix datagram sockets and socket pairs, pipes and
- * other fds (refused with FUT_EINVAL).
+ * Not simulated (yet): pipes and other fds (refused with FUT_EINVAL).
  */
 #ifndef FUT_SIM_H
 #define FUT_SIM_H
@@ -108,8 +109,10 @@ FUT_EXTERN uint64_t fut_sim_random(void);
 
 /* A simulation has a network of hosts, each with one address, on which
  * TCP, UDP and Unix streams run in memory and in virtual time (UDP:
- * fut_sim_udp_faults; Unix: paths per host, a connection like TCP's over
- * the host's own link; docs/simulation.md): a socket created by a task
+ * fut_sim_udp_faults; Unix: paths per host, a connection or a stream
+ * pair like TCP's over the host's own link, datagrams reliable, ordered
+ * and at once, a sender waiting while its receiver's queue is full;
+ * docs/simulation.md): a socket created by a task
  * belongs to the host the task runs on (fut_sim_spawn_on; else the
  * default host, 127.0.0.1), a listener or a connect names a host by its
  * address (127.0.0.1 and ::1: the socket's own host), and every segment

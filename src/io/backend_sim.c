@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The simulation's network: the third backend (backend.h), serving TCP,
- * UDP and Unix stream sockets from memory in virtual time (fut/sim.h,
- * docs/simulation.md). A Unix stream socket is a TCP endpoint named by
- * a path of its host instead of a port (the same segments and rules); a
- * UDP socket has a queue of datagrams received instead of a stream.
+ * UDP and Unix stream and datagram sockets and socket pairs from memory
+ * in virtual time (fut/sim.h, docs/simulation.md). A Unix stream socket
+ * is a TCP endpoint named by a path of its host instead of a port (the
+ * same segments and rules); a UDP socket has a queue of datagrams
+ * received instead of a stream; a Unix datagram socket has one too, but
+ * its datagrams never travel: a send appends to the receiver's queue at
+ * once (reliable and ordered), and a full queue makes the sender wait
+ * (EAGAIN, then write readiness when the receiver reads), as on Linux.
  *
  * A simulated socket is an endpoint ('struct ep') with a real placeholder
  * fd (an eventfd nobody reads), so fd-keyed tables and fut_io_fd keep
@@ -278,10 +282,11 @@ static long bind_unix(struct ep *e, const void *sa, socklen_t len)
         return FUT_EINVAL;
     if (e->path[0] || e->state != ST_NEW)
         return FUT_EINVAL;
+    /* A datagram socket stays ST_NEW: bound, it holds its path. */
     for (struct ep *o = e->net->eps; o; o = o->next)
-        if (o->kind == K_UNIX && o != e && o->host == e->host && !o->closed &&
-            !o->crashed && strcmp(o->path, path) == 0 &&
-            (o->listener || o->state == ST_NEW))
+        if ((o->kind == K_UNIX || o->kind == K_UNIXDG) && o != e &&
+            o->host == e->host && !o->closed && !o->crashed &&
+            strcmp(o->path, path) == 0 && (o->listener || o->state == ST_NEW))
             return -EADDRINUSE;
     memcpy(e->path, path, sizeof path);
     return 0;
@@ -293,7 +298,7 @@ static long do_bind(struct ep *e, const void *sa, socklen_t len)
     unsigned char ip[16];
     if (e->crashed)
         return -ENETDOWN;
-    if (e->kind == K_UNIX)
+    if (e->kind == K_UNIX || e->kind == K_UNIXDG)
         return bind_unix(e, sa, len);
     if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
         return FUT_EINVAL;
@@ -319,6 +324,8 @@ static long do_listen(struct ep *e, int backlog)
 {
     if (e->crashed)
         return -ENETDOWN;
+    if (e->kind == K_UNIXDG)
+        return -EOPNOTSUPP;
     if (e->state != ST_NEW || e->kind == K_UDP ||
         (e->kind == K_UNIX && !e->path[0]))
         return FUT_EINVAL;
@@ -370,6 +377,31 @@ static long connect_unix(struct ep *e, const void *sa, socklen_t len)
     return -EINPROGRESS;
 }
 
+/* The open Unix datagram socket bound to 'path' on host 'h', or NULL. */
+static struct ep *unixdg_bound(struct fut__backend *n, struct fut_sim_host *h,
+                               const char *path)
+{
+    for (struct ep *o = n->eps; o; o = o->next)
+        if (o->kind == K_UNIXDG && o->host == h && !o->closed &&
+            !o->crashed && strcmp(o->path, path) == 0)
+            return o;
+    return NULL;
+}
+
+/* A Unix datagram socket's connect records its peer (never blocks). */
+static long connect_unixdg(struct ep *e, const void *sa, socklen_t len)
+{
+    char path[UNIX_PATH];
+    if (parse_unix(sa, len, path) < 0)
+        return FUT_EINVAL;
+    struct ep *t = unixdg_bound(e->net, e->host, path);
+    if (!t)
+        return -ENOENT;
+    e->peer = t;
+    memcpy(e->rpath, path, sizeof path);
+    return 0;
+}
+
 static long do_connect(struct ep *e, const void *sa, socklen_t len)
 {
     int family, port, any, lo;
@@ -380,6 +412,8 @@ static long do_connect(struct ep *e, const void *sa, socklen_t len)
         return connect_udp(e, sa, len);
     if (e->kind == K_UNIX)
         return connect_unix(e, sa, len);
+    if (e->kind == K_UNIXDG)
+        return connect_unixdg(e, sa, len);
     if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
         return FUT_EINVAL;
     if (e->listener)
@@ -406,6 +440,8 @@ static long do_shutdown(struct ep *e, int how)
 {
     if (e->kind == K_UDP)
         return e->rhost ? 0 : -ENOTCONN; /* nothing to tell a peer */
+    if (e->kind == K_UNIXDG)
+        return e->peer ? 0 : -ENOTCONN;
     if (e->state != ST_OPEN)
         return -ENOTCONN;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !e->wr_shut) {
@@ -419,11 +455,24 @@ static long do_shutdown(struct ep *e, int how)
     return 0;
 }
 
+/* Write readiness to every Unix datagram socket that found a queue
+ * full (room was made, or the receiver went): in creation order. */
+static void unixdg_wake(struct fut__backend *n)
+{
+    for (struct ep *o = n->eps; o; o = o->next)
+        if (o->kind == K_UNIXDG && o->dg_wait) {
+            o->dg_wait = 0;
+            fut__sn_notify(o, FUT__RD_WRITE);
+        }
+}
+
 static void ep_close(struct ep *e)
 {
     e->closed = 1;
-    if (e->kind == K_UDP) { /* what it held is never read */
+    if (e->kind == K_UDP || e->kind == K_UNIXDG) { /* never read */
         fut__sn_dq_drop(e);
+        if (e->kind == K_UNIXDG)
+            unixdg_wake(e->net); /* a waiting sender is refused now */
         return;
     }
     if (e->listener) { /* connections nobody accepted are reset */
@@ -457,7 +506,8 @@ static long do_getsockopt(struct ep *e, int level, int name, void *out,
         v = e->err;
         e->err = 0;
     } else if (level == SOL_SOCKET && name == SO_TYPE) {
-        v = e->kind == K_UDP ? SOCK_DGRAM : SOCK_STREAM;
+        v = e->kind == K_UDP || e->kind == K_UNIXDG ? SOCK_DGRAM
+                                                    : SOCK_STREAM;
     } else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {
         v = e->listener;
     }
@@ -470,6 +520,12 @@ static long do_getsockopt(struct ep *e, int level, int name, void *out,
 
 static long do_getsockname(struct ep *e, int peer, void *out, socklen_t *lenp)
 {
+    if (e->kind == K_UNIXDG) {
+        if (peer && !e->peer)
+            return -ENOTCONN;
+        fill_unix(peer ? e->peer->path : e->path, out, lenp);
+        return 0;
+    }
     if (e->kind == K_UNIX) {
         if (peer && e->state != ST_OPEN)
             return -ENOTCONN;
@@ -484,6 +540,36 @@ static long do_getsockname(struct ep *e, int peer, void *out, socklen_t *lenp)
                       (e->state == ST_CONNECTING || e->state == ST_NEW)))
         return -ENOTCONN;
     fill_addr(e->rhost, e->rport, out, lenp);
+    return 0;
+}
+
+/* socketpair: two endpoints of 'kind' (K_UNIX, K_UNIXDG) on the
+ * polling task's host, unnamed, each the other's peer: a stream pair is
+ * an open connection (its bytes take the host's own link, as a Unix
+ * connection's there), a datagram pair sends to each other. */
+static long do_pair(struct fut__backend *n, int kind, int *sv)
+{
+    long fa = do_socket(n, kind);
+    if (fa < 0)
+        return fa;
+    long fb = do_socket(n, kind);
+    struct ep *a = table_get((int)fa);
+    if (fb < 0) {
+        table_del((int)fa);
+        a->fd = -1;
+        fut__sys_close((int)fa);
+        a->closed = 1;
+        return fb;
+    }
+    struct ep *b = table_get((int)fb);
+    a->peer = b;
+    b->peer = a;
+    if (kind == K_UNIX) {
+        a->state = b->state = ST_OPEN;
+        a->rhost = b->rhost = a->host;
+    }
+    sv[0] = (int)fa;
+    sv[1] = (int)fb;
     return 0;
 }
 
@@ -502,8 +588,22 @@ static int net_hook(struct fut__sys_netcall *c, long *res)
             *res = do_socket(d->be, K_UDP);
         else if (c->a == AF_UNIX && type == SOCK_STREAM)
             *res = do_socket(d->be, K_UNIX);
+        else if (c->a == AF_UNIX && type == SOCK_DGRAM)
+            *res = do_socket(d->be, K_UNIXDG);
         else
             *res = FUT_EINVAL; /* not simulated: no real socket either */
+        return 1;
+    }
+    if (c->op == FUT__SYS_SOCKETPAIR) {
+        struct fut__iodrv *d = fut__iodrv_current();
+        if (!d || d->bvt != &fut__backend_sim)
+            return 0;
+        int type = c->b & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c->a == AF_UNIX && (type == SOCK_STREAM || type == SOCK_DGRAM))
+            *res = do_pair(d->be, type == SOCK_STREAM ? K_UNIX : K_UNIXDG,
+                           c->out);
+        else
+            *res = FUT_EINVAL;
         return 1;
     }
     struct ep *e = table_get(c->fd);
@@ -718,7 +818,10 @@ static long udp_recv(struct ep *e, const struct fut__op *op)
     memcpy(op->buf, g->data, k);
     if (op->kind == FUT__OP_RECVFROM && op->addr && op->alen) {
         *op->alen = sizeof(struct sockaddr_storage);
-        fill_addr(g->src, g->sport, op->addr, op->alen);
+        if (e->kind == K_UNIXDG)
+            fill_unix(g->spath, op->addr, op->alen);
+        else
+            fill_addr(g->src, g->sport, op->addr, op->alen);
     }
     if (op->flags & MSG_PEEK)
         return (long)k;
@@ -727,7 +830,10 @@ static long udp_recv(struct ep *e, const struct fut__op *op)
         e->dq_tail = NULL;
     e->dq_bytes -= g->len + 256;
     fut__free(g, sizeof *g + g->len);
-    e->net->udp.read++;
+    if (e->kind == K_UNIXDG)
+        unixdg_wake(e->net);
+    else
+        e->net->udp.read++;
     return (long)k;
 }
 
@@ -765,6 +871,60 @@ static long udp_send(struct ep *e, const struct fut__op *op)
     return (long)total;
 }
 
+/* A Unix datagram socket's send (sendto a path, or send/write/writev to
+ * its peer): the datagram goes straight into the receiver's queue; a
+ * full one (UDP_RCVBUF, counted as UDP's) gives -EAGAIN and write
+ * readiness again when the receiver reads or goes. */
+static long unixdg_send(struct ep *e, const struct fut__op *op)
+{
+    if (e->crashed)
+        return -ENETDOWN;
+    struct ep *t = e->peer;
+    if (op->kind == FUT__OP_SENDTO) {
+        char path[UNIX_PATH];
+        if (parse_unix(op->addr, *op->alen, path) < 0)
+            return FUT_EINVAL;
+        t = unixdg_bound(e->net, e->host, path);
+        if (!t)
+            return -ENOENT; /* no socket file there */
+    } else if (!t) {
+        return -ENOTCONN;
+    }
+    if (t->closed || t->crashed)
+        return -ECONNREFUSED;
+    size_t total = op_len(op);
+    if (total + 256 > UDP_RCVBUF)
+        return -EMSGSIZE;
+    if (t->dq_bytes + total + 256 > UDP_RCVBUF) {
+        e->dg_wait = 1;
+        return -EAGAIN;
+    }
+    struct dgram *g = fut__alloc(sizeof *g + total);
+    if (!g)
+        return FUT_ENOMEM;
+    memset(g, 0, sizeof *g);
+    if (total) {
+        char *buf = op_gather(op, total);
+        if (!buf) {
+            fut__free(g, sizeof *g + total);
+            return FUT_ENOMEM;
+        }
+        memcpy(g->data, buf, total);
+        fut__free(buf, total);
+    }
+    g->src = e->host;
+    g->len = total;
+    memcpy(g->spath, e->path, sizeof g->spath);
+    if (t->dq_tail)
+        t->dq_tail->next = g;
+    else
+        t->dq_head = g;
+    t->dq_tail = g;
+    t->dq_bytes += total + 256;
+    fut__sn_notify(t, FUT__RD_READ);
+    return (long)total;
+}
+
 /* fut__io_do_with's call: the operation on the endpoint. */
 static long sim_call(struct fut__io *io, const struct fut__op *op)
 {
@@ -775,11 +935,15 @@ static long sim_call(struct fut__io *io, const struct fut__op *op)
     fut__sys_shortened = 1;
     if (!e)
         return FUT_EINVAL;
-    if (e->kind == K_UDP && op->kind == FUT__OP_ACCEPT)
+    if ((e->kind == K_UDP || e->kind == K_UNIXDG) &&
+        op->kind == FUT__OP_ACCEPT)
         return FUT_EINVAL; /* not a listener */
     if (e->kind == K_UDP)
         return fut__op_dir(op) == FUT__DIR_READ ? udp_recv(e, op)
                                                 : udp_send(e, op);
+    if (e->kind == K_UNIXDG)
+        return fut__op_dir(op) == FUT__DIR_READ ? udp_recv(e, op)
+                                                : unixdg_send(e, op);
     long fault = op->kind == FUT__OP_ACCEPT ? 0 : sock_fault(e);
     if (fault)
         return fault;

@@ -27,8 +27,11 @@
 enum { SEG_SYN, SEG_SYNACK, SEG_DATA, SEG_FIN, SEG_RST, SEG_POKE, SEG_DGRAM };
 enum { ST_NEW, ST_CONNECTING, ST_OPEN, ST_DEAD };
 /* What an endpoint is: a TCP socket, a UDP socket, a Unix stream socket
- * (a stream like TCP's, named by a path in its host's namespace). */
-enum { K_TCP, K_UDP, K_UNIX };
+ * (a stream like TCP's, named by a path in its host's namespace), a Unix
+ * datagram socket (a queue of datagrams like UDP's, named by a path; its
+ * datagrams never cross the wire: a send puts them straight into the
+ * receiver's queue, as Linux does). */
+enum { K_TCP, K_UDP, K_UNIX, K_UNIXDG };
 
 struct ep;
 
@@ -57,6 +60,7 @@ struct dgram {
     struct dgram *next;
     struct fut_sim_host *src; /* the sender's host and port */
     int sport;
+    char spath[UNIX_PATH]; /* K_UNIXDG: the sender's path ("": unnamed) */
     size_t len;
     char data[];
 };
@@ -103,8 +107,10 @@ struct ep {
     int kind;                        /* K_TCP, K_UDP, K_UNIX */
     char path[UNIX_PATH];            /* K_UNIX: its name ("": none) */
     char rpath[UNIX_PATH];           /* K_UNIX: the peer's name */
-    struct dgram *dq_head, *dq_tail; /* K_UDP: datagrams to read */
+    struct dgram *dq_head, *dq_tail; /* K_UDP, K_UNIXDG: datagrams to
+                                        read */
     size_t dq_bytes;                 /* ... their bytes (UDP_RCVBUF) */
+    int dg_wait; /* K_UNIXDG: a send found a receiver's queue full */
 };
 
 /* A pair of hosts: a partition, a link's latency, its UDP faults, its

@@ -709,7 +709,8 @@ int fut__simnet_crash(struct fut_sim_host *h)
         e->crashed = 1;
         fut__sn_drop_queue(&e->inq);
         fut__sn_drop_queue(&e->synq);
-        if (e->kind == K_UDP) { /* gone: what it held is never read */
+        if (e->kind == K_UDP || e->kind == K_UNIXDG) { /* gone: what it
+                                                         held is lost */
             fut__sn_dq_drop(e);
             fut__sn_notify(e, FUT__RD_ALL);
             continue;

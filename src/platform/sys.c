@@ -370,6 +370,8 @@ int fut__sys_socket(int domain, int type, int proto)
 int fut__sys_socketpair(int domain, int type, int proto, int sv[2])
 {
     FUT__SYS_ENTER(FUT__SYS_SOCKETPAIR, -1, NULL);
+    NET(.op = FUT__SYS_SOCKETPAIR, .fd = -1, .a = domain, .b = type,
+        .out = sv);
     int r =
         socketpair(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto, sv);
     RET(r);

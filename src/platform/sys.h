@@ -128,8 +128,8 @@ extern _Thread_local int fut__sys_shortened;
     } while (0)
 
 /* A simulated network (src/io/backend_sim.c) takes the socket calls it
- * owns through this hook: socket, bind, listen, connect, shutdown,
- * setsockopt, getsockopt, getsockname and close. 'fut__sys_net' holds a
+ * owns through this hook: socket, socketpair, bind, listen, connect,
+ * shutdown, setsockopt, getsockopt, getsockname and close. 'fut__sys_net' holds a
  * fut__sys_net_fn (0: none; set once, relaxed: the function itself
  * decides under its own lock whether a call is its, so a stale read
  * only costs the check). The function returns 1 with '*res' set when the
@@ -137,11 +137,12 @@ extern _Thread_local int fut__sys_shortened;
 struct fut__sys_netcall {
     int op;          /* FUT__SYS_SOCKET, _BIND, ... */
     int fd;          /* -1 for SOCKET */
-    int a, b;        /* SOCKET: domain, type; SHUTDOWN: how;
+    int a, b;        /* SOCKET(PAIR): domain, type; SHUTDOWN: how;
                                LISTEN: backlog; SOCKOPT: level, name;
                                GETSOCKNAME: peer */
     const void *in;  /* BIND/CONNECT: the address; SETSOCKOPT */
-    void *out;       /* GETSOCKOPT/GETSOCKNAME: the result */
+    void *out;       /* GETSOCKOPT/GETSOCKNAME: the result;
+                        SOCKETPAIR: the two fds (int[2]) */
     socklen_t len;   /* length of 'in' */
     socklen_t *lenp; /* in/out length of 'out' */
 };
