@@ -8,7 +8,11 @@
 #ifndef FUT_TEST_SIM_APPS_H
 #define FUT_TEST_SIM_APPS_H
 
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fut.h"
 #include "test.h"
@@ -135,5 +139,146 @@ static inline void sim_check_traces(fut_sim_fn fn, void *ud, uint64_t seed,
     }
     ASSERT_EQ(differ, others);
 }
+
+/* ------------------------------------------- the same trace in every build
+ *
+ * issue 34: one seed gives the same trace in builds with and without
+ * sanitizers. scripts/test-all.sh builds plain, ASan, TSan and
+ * TSan-release one after the other under one directory; each build's run
+ * of this check writes its traces to FUT_SIM_TRACE_DIR/<area>-<build>.txt
+ * (set by the area's .cmake: build-test/sim-traces, FUT_SIM_BUILD the
+ * build directory's name) and compares them with every other build's
+ * file made from the same sources: a seed whose trace, step count or
+ * virtual time differs fails here, naming both builds. "The same
+ * sources": the file's first line is a stamp of the source tree (git's
+ * HEAD and the diff of the working tree, hashed); files of other stamps
+ * (an older build) are not compared. Without git (a tarball) or the
+ * variables, the traces are only checked within this build. */
+
+#ifdef FUT_SOURCE_DIR
+#define SIM_XB_SEEDS 8
+
+static inline int sim_xb_stamp(char *out, size_t len)
+{
+    out[0] = 0;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' 2>/dev/null && { git rev-parse HEAD && git diff HEAD "
+             "-- src include examples apps test; } 2>/dev/null | git "
+             "hash-object --stdin 2>/dev/null",
+             FUT_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    if (!fgets(out, (int)len, p))
+        out[0] = 0;
+    pclose(p);
+    out[strcspn(out, "\n")] = 0;
+    return strlen(out) == 40;
+}
+
+struct sim_xb_line {
+    uint64_t seed, trace, steps;
+    long long vns;
+};
+
+/* Reads a traces file: its stamp and up to SIM_XB_SEEDS lines; -1 when
+ * it cannot be read. */
+static inline int sim_xb_read(const char *path, char *stamp, size_t len,
+                              struct sim_xb_line *l)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int n = 0;
+    if (!fgets(stamp, (int)len, f)) {
+        fclose(f);
+        return -1;
+    }
+    stamp[strcspn(stamp, "\n")] = 0;
+    unsigned long long s, t, st;
+    long long v;
+    while (n < SIM_XB_SEEDS &&
+           fscanf(f, "%llu %llx %llu %lld", &s, &t, &st, &v) == 4)
+        l[n++] = (struct sim_xb_line){s, t, st, v};
+    fclose(f);
+    return n;
+}
+
+/* Runs 'fn' on seeds seed0 .. seed0 + SIM_XB_SEEDS - 1 with 'cfg', writes
+ * the traces as <area>-<build>.txt and compares them with the other
+ * builds' files of the same stamp (rules above). */
+static inline void sim_cross_build(const char *area,
+                                   const struct fut_rt_config *cfg,
+                                   fut_sim_fn fn, void *ud, uint64_t seed0)
+{
+    struct sim_xb_line mine[SIM_XB_SEEDS];
+    for (int i = 0; i < SIM_XB_SEEDS; i++) {
+        struct fut_sim_report r;
+        ASSERT_EQ(fut_sim_run(cfg, seed0 + (uint64_t)i, fn, ud, &r), 0);
+        mine[i] = (struct sim_xb_line){r.seed, r.trace, r.steps,
+                                       (long long)r.virtual_ns};
+    }
+    const char *dir = getenv("FUT_SIM_TRACE_DIR");
+    const char *build = getenv("FUT_SIM_BUILD");
+    char stamp[64];
+    if (!dir || !build || !sim_xb_stamp(stamp, sizeof stamp)) {
+        fprintf(stderr,
+                "%s: no trace directory, build name or git stamp: "
+                "traces not compared across builds\n",
+                area);
+        return;
+    }
+    mkdir(dir, 0755);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-%s.txt", dir, area, build);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fprintf(f, "%s\n", stamp);
+    for (int i = 0; i < SIM_XB_SEEDS; i++)
+        fprintf(f, "%llu %016llx %llu %lld\n",
+                (unsigned long long)mine[i].seed,
+                (unsigned long long)mine[i].trace,
+                (unsigned long long)mine[i].steps, mine[i].vns);
+    ck_assert_int_eq(fclose(f), 0);
+    DIR *d = opendir(dir);
+    ck_assert(d != NULL);
+    size_t alen = strlen(area);
+    int compared = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, area, alen) || e->d_name[alen] != '-')
+            continue;
+        char other[4096], ostamp[64];
+        snprintf(other, sizeof other, "%s/%s", dir, e->d_name);
+        if (!strcmp(other, path))
+            continue;
+        struct sim_xb_line theirs[SIM_XB_SEEDS];
+        int n = sim_xb_read(other, ostamp, sizeof ostamp, theirs);
+        if (n < 0 || strcmp(ostamp, stamp))
+            continue; /* another tree's build */
+        ck_assert_msg(n == SIM_XB_SEEDS, "%s: %d seeds", other, n);
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(
+                theirs[i].seed == mine[i].seed &&
+                    theirs[i].trace == mine[i].trace &&
+                    theirs[i].steps == mine[i].steps &&
+                    theirs[i].vns == mine[i].vns,
+                "seed %llu: trace %016llx (%llu steps, %lld ns) in build "
+                "'%s', %016llx (%llu steps, %lld ns) in %s",
+                (unsigned long long)mine[i].seed,
+                (unsigned long long)mine[i].trace,
+                (unsigned long long)mine[i].steps, mine[i].vns, build,
+                (unsigned long long)theirs[i].trace,
+                (unsigned long long)theirs[i].steps, theirs[i].vns,
+                e->d_name);
+        compared++;
+    }
+    closedir(d);
+    fprintf(stderr, "%s: %d seeds, traces compared with %d other builds\n",
+            area, SIM_XB_SEEDS, compared);
+}
+
+#endif /* FUT_SOURCE_DIR */
 
 #endif

@@ -342,6 +342,19 @@ START_TEST(workers)
 }
 END_TEST
 
+/* The same traces in every build (sim_apps.h, sim_cross_build): the
+ * chat with partitions, on one queue and on 4 emulated workers. */
+START_TEST(builds)
+{
+    struct world w = {.chaos = 1};
+    sim_cross_build("sim_chat", NULL, chat_run, &w, 7000);
+    struct fut_rt_config cfg;
+    fut_rt_config_init(&cfg);
+    cfg.workers = 4;
+    sim_cross_build("sim_chat_w4", &cfg, chat_run, &w, 8000);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim_chat");
@@ -351,5 +364,7 @@ int main(void)
     tcase_add_test(tc, swarm);
     tc = fut_test_tcase(s, "workers");
     tcase_add_test(tc, workers);
+    tc = fut_test_tcase(s, "builds");
+    tcase_add_test(tc, builds);
     return fut_test_run(s);
 }
