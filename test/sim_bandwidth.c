@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -104,12 +105,7 @@ static int source_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void source_cleanup(struct fut_future *f)
-{
-    struct source *s = (struct source *)f;
-    if (s->io)
-        fut_io_close(s->io);
-}
+SIM_CLOSE_CLEANUP(source_cleanup, source, io)
 FUT_ASYNC_VTABLE(source_vt, "bw_source", source_poll, source_cleanup);
 
 /* The link's bandwidth for tcp_run (0: unlimited). */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 int echo_server_main(int argc, char **argv);
@@ -66,10 +67,9 @@ struct eclient {
     int id, k;
     struct fut_connect c;
     struct fut_io *io;
-    size_t len, got;
+    size_t len;
     unsigned char out[MAXLEN], in[MAXLEN];
-    struct fut_io_write_all wa;
-    struct fut_io_read rd;
+    struct sim_echo_round er;
 };
 
 static int eclient_poll(struct fut_future *f, struct fut_context *cx)
@@ -85,29 +85,16 @@ static int eclient_poll(struct fut_future *f, struct fut_context *cx)
         c->len = 1 + (size_t)(fut_sim_random() % MAXLEN);
         for (size_t i = 0; i < c->len; i++)
             c->out[i] = (unsigned char)(c->id * 37 + c->k * 11 + (int)i);
-        fut_io_write_all_init(&c->wa, c->io, c->out, c->len);
-        FUT_AWAIT(f, &c->wa);
-        ck_assert_int_eq(c->wa.result, (ssize_t)c->len);
-        for (c->got = 0; c->got < c->len; c->got += (size_t)c->rd.result) {
-            fut_io_read_init(&c->rd, c->io, c->in + c->got, c->len - c->got);
-            FUT_AWAIT(f, &c->rd);
-            ck_assert_int_gt(c->rd.result, 0);
-        }
-        ck_assert_msg(memcmp(c->in, c->out, c->len) == 0,
-                      "client %d round %d: echo differs", c->id, c->k);
+        sim_echo_round_init(&c->er, c->io, c->out, c->in, c->len, c->id,
+                            c->k);
+        FUT_AWAIT(f, &c->er);
         c->r->echoed++;
     }
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
     FUT_END(f);
 }
 
-static void eclient_cleanup(struct fut_future *f)
-{
-    struct eclient *c = (struct eclient *)f;
-    if (c->io)
-        fut_io_close(c->io);
-}
+SIM_CLOSE_CLEANUP(eclient_cleanup, eclient, io)
 FUT_ASYNC_VTABLE(eclient_vt, "client", eclient_poll, eclient_cleanup);
 
 /* fut_sim_fn: the example's server on 10.0.0.1:7000, client i on

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -63,19 +64,13 @@ static int handler_poll(struct fut_future *f, struct fut_context *cx)
     }
     if (!h->w->chaos)
         ck_assert_int_eq(h->rd.result, 0); /* the client's close: EOF */
-    fut_io_close(h->conn);
-    h->conn = NULL;
+    sim_close(&h->conn);
     h->w->handled++;
     h->w->order = h->w->order * 31 + (uint64_t)h->id;
     FUT_END(f);
 }
 
-static void handler_cleanup(struct fut_future *f)
-{
-    struct handler *h = (struct handler *)f;
-    if (h->conn)
-        fut_io_close(h->conn);
-}
+SIM_CLOSE_CLEANUP(handler_cleanup, handler, conn)
 FUT_ASYNC_VTABLE(handler_vt, "handler", handler_poll, handler_cleanup);
 
 /* The server: listens on its host's address, accepts 'n' connections,
@@ -110,17 +105,11 @@ static int server_poll(struct fut_future *f, struct fut_context *cx)
                          0);
         s->w->nh++;
     }
-    fut_io_close(s->l);
-    s->l = NULL;
+    sim_close(&s->l);
     FUT_END(f);
 }
 
-static void server_cleanup(struct fut_future *f)
-{
-    struct server *s = (struct server *)f;
-    if (s->l)
-        fut_io_close(s->l);
-}
+SIM_CLOSE_CLEANUP(server_cleanup, server, l)
 FUT_ASYNC_VTABLE(server_vt, "server", server_poll, server_cleanup);
 
 /* A client: connects, then ROUNDS times writes a message of a seeded
@@ -131,10 +120,9 @@ struct client {
     int id, k;
     struct fut_connect c;
     struct fut_io *io;
-    size_t len, got;
+    size_t len;
     unsigned char out[MAXMSG], in[MAXMSG];
-    struct fut_io_write_all wa;
-    struct fut_io_read rd;
+    struct sim_echo_round er;
 };
 
 static int client_poll(struct fut_future *f, struct fut_context *cx)
@@ -150,30 +138,17 @@ static int client_poll(struct fut_future *f, struct fut_context *cx)
         c->len = 1 + (size_t)(fut_sim_random() % MAXMSG);
         for (size_t i = 0; i < c->len; i++)
             c->out[i] = pattern(c->id, c->k, i);
-        fut_io_write_all_init(&c->wa, c->io, c->out, c->len);
-        FUT_AWAIT(f, &c->wa);
-        ck_assert_int_eq(c->wa.result, (ssize_t)c->len);
+        sim_echo_round_init(&c->er, c->io, c->out, c->in, c->len, c->id,
+                            c->k);
+        FUT_AWAIT(f, &c->er);
         c->w->sent += (int)c->len;
-        for (c->got = 0; c->got < c->len; c->got += (size_t)c->rd.result) {
-            fut_io_read_init(&c->rd, c->io, c->in + c->got, c->len - c->got);
-            FUT_AWAIT(f, &c->rd);
-            ck_assert_int_gt(c->rd.result, 0);
-        }
-        ck_assert_msg(memcmp(c->in, c->out, c->len) == 0,
-                      "client %d round %d: echo differs", c->id, c->k);
         c->w->echoed_ok++;
     }
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
     FUT_END(f);
 }
 
-static void client_cleanup(struct fut_future *f)
-{
-    struct client *c = (struct client *)f;
-    if (c->io)
-        fut_io_close(c->io);
-}
+SIM_CLOSE_CLEANUP(client_cleanup, client, io)
 FUT_ASYNC_VTABLE(client_vt, "client", client_poll, client_cleanup);
 
 /* fut_sim_fn: the server on 10.0.0.1, client i on 10.0.1.(i+1). */
@@ -363,12 +338,7 @@ static int probe_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void probe_cleanup(struct fut_future *f)
-{
-    struct probe *p = (struct probe *)f;
-    if (p->io)
-        fut_io_close(p->io);
-}
+SIM_CLOSE_CLEANUP(probe_cleanup, probe, io)
 FUT_ASYNC_VTABLE(probe_vt, "probe", probe_poll, probe_cleanup);
 
 /* An echo server for one connection; with 'reset' it resets the
@@ -615,13 +585,10 @@ static int closer_poll(struct fut_future *f, struct fut_context *cx)
     k->c = k->a.conn;
     fut_sleep_init(&k->s, 50 * MS);
     FUT_AWAIT(f, &k->s);
-    fut_io_close(k->c);
-    k->c = NULL;
+    sim_close(&k->c);
     /* 3: the other listener goes with a connection nobody accepted. */
-    fut_io_close(k->l2);
-    k->l2 = NULL;
-    fut_io_close(k->l);
-    k->l = NULL;
+    sim_close(&k->l2);
+    sim_close(&k->l);
     FUT_END(f);
 }
 
@@ -873,8 +840,7 @@ static int chaos_client_poll(struct fut_future *f, struct fut_context *cx)
     if (c->k < ROUNDS)
         (*c->fails)++;
     *c->slot = NULL;
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
     FUT_END(f);
 }
 

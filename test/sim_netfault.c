@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -197,12 +198,7 @@ static int oneshot_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void oneshot_cleanup(struct fut_future *f)
-{
-    struct oneshot *o = (struct oneshot *)f;
-    if (o->io)
-        fut_io_close(o->io);
-}
+SIM_CLOSE_CLEANUP(oneshot_cleanup, oneshot, io)
 FUT_ASYNC_VTABLE(oneshot_vt, "oneshot", oneshot_poll, oneshot_cleanup);
 
 struct blog {
@@ -328,8 +324,7 @@ static void rclient_fail(struct rclient *c, long err)
         c->self->resets++;
     else
         c->self->others++;
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
 }
 
 static int rclient_poll(struct fut_future *f, struct fut_context *cx)
@@ -377,17 +372,11 @@ static int rclient_poll(struct fut_future *f, struct fut_context *cx)
         fut_sleep_init(&c->sl, 20 * MS);
         FUT_AWAIT(f, &c->sl);
     }
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
     FUT_END(f);
 }
 
-static void rclient_cleanup(struct fut_future *f)
-{
-    struct rclient *c = (struct rclient *)f;
-    if (c->io)
-        fut_io_close(c->io);
-}
+SIM_CLOSE_CLEANUP(rclient_cleanup, rclient, io)
 FUT_ASYNC_VTABLE(rclient_vt, "rclient", rclient_poll, rclient_cleanup);
 
 struct crashw {

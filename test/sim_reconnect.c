@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -63,17 +64,11 @@ static int pong_poll(struct fut_future *f, struct fut_context *cx)
         fut_io_write_all_init(&p->wa, p->conn, p->buf, (size_t)p->rd.result);
         FUT_AWAIT(f, &p->wa);
     }
-    fut_io_close(p->conn);
-    p->conn = NULL;
+    sim_close(&p->conn);
     FUT_END(f);
 }
 
-static void pong_cleanup(struct fut_future *f)
-{
-    struct pong *p = (struct pong *)f;
-    if (p->conn)
-        fut_io_close(p->conn);
-}
+SIM_CLOSE_CLEANUP(pong_cleanup, pong, conn)
 FUT_ASYNC_VTABLE(pong_vt, "pong", pong_poll, pong_cleanup);
 
 struct server {
@@ -104,12 +99,7 @@ static int server_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void server_cleanup(struct fut_future *f)
-{
-    struct server *s = (struct server *)f;
-    if (s->l)
-        fut_io_close(s->l);
-}
+SIM_CLOSE_CLEANUP(server_cleanup, server, l)
 FUT_ASYNC_VTABLE(server_vt, "server", server_poll, server_cleanup);
 
 /* ------------------------------------------------------------ the client */
@@ -138,8 +128,7 @@ static int64_t now_ms(void)
 static void failed(struct client *c)
 {
     if (c->io) {
-        fut_io_close(c->io);
-        c->io = NULL;
+        sim_close(&c->io);
     }
     if (++c->failures > c->w->failures_max)
         c->w->failures_max = c->failures;
@@ -188,8 +177,7 @@ static int client_poll(struct fut_future *f, struct fut_context *cx)
             }
             if (c->got == 4) {
                 ck_assert(!memcmp(c->in, "ping", 4));
-                fut_io_close(c->io);
-                c->io = NULL;
+                sim_close(&c->io);
                 c->failures = 0;
                 c->open = 0;
                 c->w->answers++;
@@ -204,12 +192,7 @@ static int client_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void client_cleanup(struct fut_future *f)
-{
-    struct client *c = (struct client *)f;
-    if (c->io)
-        fut_io_close(c->io);
-}
+SIM_CLOSE_CLEANUP(client_cleanup, client, io)
 FUT_ASYNC_VTABLE(client_vt, "client", client_poll, client_cleanup);
 
 /* ------------------------------------------------------------- the chaos */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -91,12 +92,7 @@ static int userver_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void userver_cleanup(struct fut_future *f)
-{
-    struct userver *s = (struct userver *)f;
-    if (s->io)
-        fut_io_close(s->io);
-}
+SIM_CLOSE_CLEANUP(userver_cleanup, userver, io)
 FUT_ASYNC_VTABLE(userver_vt, "udp_server", userver_poll, userver_cleanup);
 
 /* A client: REQS requests, each sent again every 30 ms until its reply
@@ -161,17 +157,11 @@ static int uclient_poll(struct fut_future *f, struct fut_context *cx)
             break;
         }
     }
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
     FUT_END(f);
 }
 
-static void uclient_cleanup(struct fut_future *f)
-{
-    struct uclient *c = (struct uclient *)f;
-    if (c->io)
-        fut_io_close(c->io);
-}
+SIM_CLOSE_CLEANUP(uclient_cleanup, uclient, io)
 FUT_ASYNC_VTABLE(uclient_vt, "udp_client", uclient_poll, uclient_cleanup);
 
 /* The counts over the seeds of a run. */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "sim_scaffold.h"
 #include "test.h"
 
 #define MS 1000000LL
@@ -65,18 +66,12 @@ static int uxhandler_poll(struct fut_future *f, struct fut_context *cx)
         ck_assert_int_eq(h->wa.result, h->rd.result);
     }
     ck_assert_int_eq(h->rd.result, 0);
-    fut_io_close(h->conn);
-    h->conn = NULL;
+    sim_close(&h->conn);
     h->w->handled++;
     FUT_END(f);
 }
 
-static void uxhandler_cleanup(struct fut_future *f)
-{
-    struct uxhandler *h = (struct uxhandler *)f;
-    if (h->conn)
-        fut_io_close(h->conn);
-}
+SIM_CLOSE_CLEANUP(uxhandler_cleanup, uxhandler, conn)
 FUT_ASYNC_VTABLE(uxhandler_vt, "ux_handler", uxhandler_poll,
                  uxhandler_cleanup);
 
@@ -115,17 +110,11 @@ static int uxserver_poll(struct fut_future *f, struct fut_context *cx)
         h.conn = s->a.conn;
         ck_assert_int_eq(fut_spawn(NULL, &h, sizeof h, &s->hj[s->k]), 0);
     }
-    fut_io_close(s->l);
-    s->l = NULL;
+    sim_close(&s->l);
     FUT_END(f);
 }
 
-static void uxserver_cleanup(struct fut_future *f)
-{
-    struct uxserver *s = (struct uxserver *)f;
-    if (s->l)
-        fut_io_close(s->l);
-}
+SIM_CLOSE_CLEANUP(uxserver_cleanup, uxserver, l)
 FUT_ASYNC_VTABLE(uxserver_vt, "ux_server", uxserver_poll, uxserver_cleanup);
 
 static unsigned char pattern(int id, int k, size_t i)
@@ -143,10 +132,10 @@ struct uxclient {
     int expect_err; /* the connect's expected error (0: it connects) */
     struct fut_connect c;
     struct fut_io *io;
-    size_t len, got;
+    size_t len;
     unsigned char out[MAXMSG], in[MAXMSG];
-    struct fut_io_write_all wa;
     struct fut_io_read rd;
+    struct sim_echo_round er;
     struct fut_sleep sl;
 };
 
@@ -178,28 +167,16 @@ static int uxclient_poll(struct fut_future *f, struct fut_context *cx)
         c->len = 1 + (size_t)(fut_sim_random() % MAXMSG);
         for (size_t i = 0; i < c->len; i++)
             c->out[i] = pattern(c->id, c->k, i);
-        fut_io_write_all_init(&c->wa, c->io, c->out, c->len);
-        FUT_AWAIT(f, &c->wa);
-        ck_assert_int_eq(c->wa.result, (ssize_t)c->len);
-        for (c->got = 0; c->got < c->len; c->got += (size_t)c->rd.result) {
-            fut_io_read_init(&c->rd, c->io, c->in + c->got, c->len - c->got);
-            FUT_AWAIT(f, &c->rd);
-            ck_assert_int_gt(c->rd.result, 0);
-        }
-        ck_assert(memcmp(c->in, c->out, c->len) == 0);
+        sim_echo_round_init(&c->er, c->io, c->out, c->in, c->len, c->id,
+                            c->k);
+        FUT_AWAIT(f, &c->er);
         c->w->echoed++;
     }
-    fut_io_close(c->io);
-    c->io = NULL;
+    sim_close(&c->io);
     FUT_END(f);
 }
 
-static void uxclient_cleanup(struct fut_future *f)
-{
-    struct uxclient *c = (struct uxclient *)f;
-    if (c->io)
-        fut_io_close(c->io);
-}
+SIM_CLOSE_CLEANUP(uxclient_cleanup, uxclient, io)
 FUT_ASYNC_VTABLE(uxclient_vt, "ux_client", uxclient_poll, uxclient_cleanup);
 
 static void spawn_client(struct fut_sim_host *h, struct uxworld *w, int id,
@@ -342,12 +319,7 @@ static int idle_poll(struct fut_future *f, struct fut_context *cx)
     FUT_END(f);
 }
 
-static void idle_cleanup(struct fut_future *f)
-{
-    struct idle_listener *s = (struct idle_listener *)f;
-    if (s->l)
-        fut_io_close(s->l);
-}
+SIM_CLOSE_CLEANUP(idle_cleanup, idle_listener, l)
 FUT_ASYNC_VTABLE(idle_vt, "ux_idle", idle_poll, idle_cleanup);
 
 /* Crashes 'h' (from inside the simulation) and restarts it. */
@@ -388,8 +360,7 @@ static int selfcon_poll(struct fut_future *f, struct fut_context *cx)
     FUT_AWAIT(f, &s->acc);
     ck_assert_int_eq(s->acc.result, 0);
     s->a = s->acc.conn;
-    fut_io_close(s->l);
-    s->l = NULL;
+    sim_close(&s->l);
     *s->result = fut_unix_listen(PATH, 8, &s->l2);
     FUT_END(f);
 }

@@ -3,4 +3,5 @@
 # at a path, one trace per seed; paths per host, taken while listened
 # on, gone with a crash; socket pairs and Unix datagram sockets (pairs,
 # pair_crash).
-fut_check_test(sim_unix CASES echo namespace pairs pair_crash TIMEOUT 120)
+fut_check_test(sim_unix CASES echo namespace pairs pair_crash TIMEOUT 120
+  SOURCES sim_scaffold.c)

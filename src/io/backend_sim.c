@@ -19,11 +19,12 @@
  * the reactor's word: a change that may let an operation go on (bytes
  * arrived, room to write, a connection to accept, established, reset)
  * is reported with fut__io_dispatch, as epoll would. This file has the
- * socket calls, the operations and the backend's table; the wire -
+ * operations and the backend's table; the socket calls - the fd table,
+ * addresses, the shim's hook - are simnet_socket.c's; the wire -
  * segments in flight, their queues and timer, links and crashed hosts -
- * is simnet_wire.c's; the state both share, simnet_internal.h.
+ * is simnet_wire.c's; the state they share, simnet_internal.h.
  *
- * Rules (of both files):
+ * Rules (of the three files):
  *   - one thread: the simulation's. Only the fd table (fd -> endpoint,
  *     for the hook, which sees an fd number) is shared by every
  *     simulation of the process, under 'table_lock'. An entry lives
@@ -62,585 +63,12 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <stddef.h>
 #include <string.h>
-#include <sys/un.h>
+#include <sys/socket.h>
 
 #include "io/simnet_internal.h"
 #include "platform/simfault.h"
 #include "platform/sys.h"
-
-_Thread_local struct fut_sim_host *fut__simnet_current;
-
-/* ------------------------------------------------------------ fd table */
-
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ep **table; /* indexed by fd */
-static size_t table_cap;
-static fut__aword table_live; /* entries; relaxed: the hook's hint */
-
-static int table_put(int fd, struct ep *e)
-{
-    int r = 0;
-    pthread_mutex_lock(&table_lock);
-    if ((size_t)fd >= table_cap) {
-        size_t cap = table_cap ? table_cap : 64;
-        while (cap <= (size_t)fd)
-            cap *= 2;
-        struct ep **n = fut__alloc(cap * sizeof *n);
-        if (!n) {
-            r = FUT_ENOMEM;
-        } else {
-            memset(n, 0, cap * sizeof *n);
-            if (table)
-                memcpy(n, table, table_cap * sizeof *n);
-            fut__free(table, table_cap * sizeof *n);
-            table = n;
-            table_cap = cap;
-        }
-    }
-    if (r == 0) {
-        table[fd] = e;
-        fut__store(&table_live, fut__load(&table_live, FUT__RELAXED) + 1,
-                   FUT__RELAXED);
-    }
-    pthread_mutex_unlock(&table_lock);
-    return r;
-}
-
-static struct ep *table_get(int fd)
-{
-    if (fd < 0 || fut__load(&table_live, FUT__RELAXED) == 0)
-        return NULL;
-    pthread_mutex_lock(&table_lock);
-    struct ep *e = (size_t)fd < table_cap ? table[fd] : NULL;
-    pthread_mutex_unlock(&table_lock);
-    return e;
-}
-
-static void table_del(int fd)
-{
-    pthread_mutex_lock(&table_lock);
-    if ((size_t)fd < table_cap && table[fd]) {
-        table[fd] = NULL;
-        uintptr_t live = fut__load(&table_live, FUT__RELAXED) - 1;
-        fut__store(&table_live, live, FUT__RELAXED);
-        if (live == 0) { /* nothing left: give the memory back */
-            fut__free(table, table_cap * sizeof *table);
-            table = NULL;
-            table_cap = 0;
-        }
-    }
-    pthread_mutex_unlock(&table_lock);
-}
-
-/* ------------------------------------------------------- the socket calls */
-
-/* A free port of host 'h' for a socket of 'kind' (UDP ports are a
- * namespace of their own, as in the kernel). */
-static int ephemeral(struct fut__backend *n, struct fut_sim_host *h, int kind)
-{
-    int p;
-    do {
-        p = h->next_port++;
-        if (h->next_port > 65535)
-            h->next_port = FIRST_PORT;
-    } while (kind == K_UDP ? fut__sn_udp_bound(n, h, p) != NULL
-                           : fut__sn_listener(n, h, p) != NULL);
-    return p;
-}
-
-/* A Unix address: 'path' ("" : an unnamed socket, the family only). */
-static void fill_unix(const char *path, void *out, socklen_t *lenp)
-{
-    struct sockaddr_un sun;
-    memset(&sun, 0, sizeof sun);
-    sun.sun_family = AF_UNIX;
-    size_t plen = strlen(path);
-    memcpy(sun.sun_path, path, plen);
-    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-                                (plen ? plen + 1 : 0));
-    if (out && lenp) {
-        memcpy(out, &sun, *lenp < len ? *lenp : len);
-        *lenp = len;
-    }
-}
-
-/* The path of Unix address 'sa' into 'path'; FUT_EINVAL when it is not
- * one, or names nothing (the abstract namespace is not simulated). */
-static int parse_unix(const void *sa, socklen_t len, char path[UNIX_PATH])
-{
-    const struct sockaddr_un *sun = sa;
-    size_t off = offsetof(struct sockaddr_un, sun_path);
-    if (!sa || len <= off || sun->sun_family != AF_UNIX || !sun->sun_path[0])
-        return FUT_EINVAL;
-    size_t max = len - off < UNIX_PATH ? len - off : UNIX_PATH;
-    size_t plen = strnlen(sun->sun_path, max);
-    if (plen >= UNIX_PATH)
-        return FUT_EINVAL;
-    memcpy(path, sun->sun_path, plen);
-    path[plen] = '\0';
-    return 0;
-}
-
-static void fill_addr(const struct fut_sim_host *h, int port, void *out,
-                      socklen_t *lenp)
-{
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    socklen_t len;
-    if (h->family == AF_INET) {
-        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)port);
-        memcpy(&v4->sin_addr, h->addr, 4);
-        len = sizeof *v4;
-    } else {
-        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        memcpy(&v6->sin6_addr, h->addr, 16);
-        len = sizeof *v6;
-    }
-    if (out && lenp) {
-        memcpy(out, &ss, *lenp < len ? *lenp : len);
-        *lenp = len;
-    }
-}
-
-/* The host and port of 'sa'; '*any' = 1 for the wildcard address, '*lo'
- * for loopback. FUT_EINVAL for another family. */
-static int parse_addr(const void *sa, socklen_t len, int *family,
-                      unsigned char ip[16], int *port, int *any, int *lo)
-{
-    const struct sockaddr *a = sa;
-    static const unsigned char zero[16];
-    memset(ip, 0, 16);
-    if (a && a->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *v4 = sa;
-        memcpy(ip, &v4->sin_addr, 4);
-        *family = AF_INET;
-        *port = ntohs(v4->sin_port);
-        *any = memcmp(ip, zero, 4) == 0;
-        *lo = ip[0] == 127;
-        return 0;
-    }
-    if (a && a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *v6 = sa;
-        memcpy(ip, &v6->sin6_addr, 16);
-        *family = AF_INET6;
-        *port = ntohs(v6->sin6_port);
-        *any = memcmp(ip, zero, 16) == 0;
-        *lo = memcmp(ip, zero, 15) == 0 && ip[15] == 1;
-        return 0;
-    }
-    return FUT_EINVAL;
-}
-
-static struct fut_sim_host *host_by_ip(struct fut__backend *n, int family,
-                                       const unsigned char ip[16])
-{
-    for (struct fut_sim_host *h = n->hosts; h; h = h->next)
-        if (h->family == family &&
-            memcmp(h->addr, ip, family == AF_INET ? 4 : 16) == 0)
-            return h;
-    return NULL;
-}
-
-static long do_socket(struct fut__backend *n, int kind)
-{
-    struct fut_sim_host *h = fut__simnet_current;
-    if (!h || h->net != n)
-        h = n->deflt;
-    if (h->down)
-        return -ENETDOWN; /* a poll of a crashed host's task ends it */
-    struct ep *e = fut__sn_ep_new(n, h);
-    if (!e)
-        return FUT_ENOMEM;
-    e->kind = kind;
-    int fd = fut__sys_eventfd();
-    if (fd < 0)
-        return fd; /* 'e' stays, unused, until the network goes */
-    int r = table_put(fd, e);
-    if (r < 0) {
-        fut__sys_close(fd);
-        return r;
-    }
-    e->fd = fd;
-    return fd;
-}
-
-/* A Unix path is a name in its host's namespace (each host a machine
- * with its own file system): taken while a listener bound to it is open,
- * or a socket bound to it that has not connected (the connections a
- * listener accepted carry its path as their name, but do not hold it). */
-static long bind_unix(struct ep *e, const void *sa, socklen_t len)
-{
-    char path[UNIX_PATH];
-    if (parse_unix(sa, len, path) < 0)
-        return FUT_EINVAL;
-    if (e->path[0] || e->state != ST_NEW)
-        return FUT_EINVAL;
-    /* A datagram socket stays ST_NEW: bound, it holds its path. */
-    for (struct ep *o = e->net->eps; o; o = o->next)
-        if ((o->kind == K_UNIX || o->kind == K_UNIXDG) && o != e &&
-            o->host == e->host && !o->closed && !o->crashed &&
-            strcmp(o->path, path) == 0 && (o->listener || o->state == ST_NEW))
-            return -EADDRINUSE;
-    memcpy(e->path, path, sizeof path);
-    return 0;
-}
-
-static long do_bind(struct ep *e, const void *sa, socklen_t len)
-{
-    int family, port, any, lo;
-    unsigned char ip[16];
-    if (e->crashed)
-        return -ENETDOWN;
-    if (e->kind == K_UNIX || e->kind == K_UNIXDG)
-        return bind_unix(e, sa, len);
-    if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
-        return FUT_EINVAL;
-    if (e->port || e->state != ST_NEW)
-        return FUT_EINVAL;
-    struct fut_sim_host *h = e->host;
-    if (!any && !lo) {
-        h = host_by_ip(e->net, family, ip);
-        if (!h)
-            return -EADDRNOTAVAIL;
-    }
-    if (port && (e->kind == K_UDP ? fut__sn_udp_bound(e->net, h, port)
-                                  : fut__sn_listener(e->net, h, port)))
-        return -EADDRINUSE;
-    e->host = h; /* a bind to a host's address puts it there */
-    e->port = port ? port : ephemeral(e->net, h, e->kind);
-    return 0;
-}
-
-/* The accept queue holds at most backlog + 1 connections (Linux's rule);
- * backlog is bounded by MAX_BACKLOG, a negative one means that bound. */
-static long do_listen(struct ep *e, int backlog)
-{
-    if (e->crashed)
-        return -ENETDOWN;
-    if (e->kind == K_UNIXDG)
-        return -EOPNOTSUPP;
-    if (e->state != ST_NEW || e->kind == K_UDP ||
-        (e->kind == K_UNIX && !e->path[0]))
-        return FUT_EINVAL;
-    e->backlog = backlog < 0 || backlog > MAX_BACKLOG ? MAX_BACKLOG : backlog;
-    if (!e->port && e->kind == K_TCP)
-        e->port = ephemeral(e->net, e->host, K_TCP);
-    e->listener = 1;
-    return 0;
-}
-
-/* A datagram socket's connect only records the peer (never blocks). */
-static long connect_udp(struct ep *e, const void *sa, socklen_t len)
-{
-    int family, port, any, lo;
-    unsigned char ip[16];
-    if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
-        return FUT_EINVAL;
-    struct fut_sim_host *h =
-        lo || any ? e->host : host_by_ip(e->net, family, ip);
-    if (!h)
-        return -ENETUNREACH;
-    if (!e->port)
-        e->port = ephemeral(e->net, e->host, K_UDP);
-    e->rhost = h;
-    e->rport = port;
-    return 0;
-}
-
-/* A Unix connect goes to a path of the socket's own host: as TCP's, by
- * a SYN over the host's own link (the path in its data), except that a
- * path nobody listens on fails at once (-ENOENT, as a missing file). */
-static long connect_unix(struct ep *e, const void *sa, socklen_t len)
-{
-    char path[UNIX_PATH];
-    if (parse_unix(sa, len, path) < 0)
-        return FUT_EINVAL;
-    if (e->listener)
-        return FUT_EINVAL;
-    if (e->state == ST_CONNECTING)
-        return -EALREADY;
-    if (e->state != ST_NEW)
-        return -EISCONN;
-    if (!fut__sn_unix_listener(e->net, e->host, path))
-        return -ENOENT;
-    memcpy(e->rpath, path, sizeof path);
-    e->rhost = e->host;
-    e->state = ST_CONNECTING;
-    fut__sn_send(e, SEG_SYN, NULL, e->host, 0, path, strlen(path) + 1);
-    return -EINPROGRESS;
-}
-
-/* The open Unix datagram socket bound to 'path' on host 'h', or NULL. */
-static struct ep *unixdg_bound(struct fut__backend *n, struct fut_sim_host *h,
-                               const char *path)
-{
-    for (struct ep *o = n->eps; o; o = o->next)
-        if (o->kind == K_UNIXDG && o->host == h && !o->closed &&
-            !o->crashed && strcmp(o->path, path) == 0)
-            return o;
-    return NULL;
-}
-
-/* A Unix datagram socket's connect records its peer (never blocks). */
-static long connect_unixdg(struct ep *e, const void *sa, socklen_t len)
-{
-    char path[UNIX_PATH];
-    if (parse_unix(sa, len, path) < 0)
-        return FUT_EINVAL;
-    struct ep *t = unixdg_bound(e->net, e->host, path);
-    if (!t)
-        return -ENOENT;
-    e->peer = t;
-    memcpy(e->rpath, path, sizeof path);
-    return 0;
-}
-
-static long do_connect(struct ep *e, const void *sa, socklen_t len)
-{
-    int family, port, any, lo;
-    unsigned char ip[16];
-    if (e->crashed)
-        return -ENETDOWN;
-    if (e->kind == K_UDP)
-        return connect_udp(e, sa, len);
-    if (e->kind == K_UNIX)
-        return connect_unix(e, sa, len);
-    if (e->kind == K_UNIXDG)
-        return connect_unixdg(e, sa, len);
-    if (parse_addr(sa, len, &family, ip, &port, &any, &lo) < 0)
-        return FUT_EINVAL;
-    if (e->listener)
-        return FUT_EINVAL;
-    if (e->crashed)
-        return -ENETDOWN;
-    if (e->state == ST_CONNECTING)
-        return -EALREADY;
-    if (e->state != ST_NEW)
-        return -EISCONN;
-    struct fut_sim_host *h = lo ? e->host : host_by_ip(e->net, family, ip);
-    if (!h || any)
-        return -ENETUNREACH;
-    if (!e->port)
-        e->port = ephemeral(e->net, e->host, K_TCP);
-    e->rhost = h;
-    e->rport = port;
-    e->state = ST_CONNECTING;
-    fut__sn_send(e, SEG_SYN, NULL, h, port, NULL, 0);
-    return -EINPROGRESS;
-}
-
-static long do_shutdown(struct ep *e, int how)
-{
-    if (e->kind == K_UDP)
-        return e->rhost ? 0 : -ENOTCONN; /* nothing to tell a peer */
-    if (e->kind == K_UNIXDG)
-        return e->peer ? 0 : -ENOTCONN;
-    if (e->state != ST_OPEN)
-        return -ENOTCONN;
-    if ((how == SHUT_WR || how == SHUT_RDWR) && !e->wr_shut) {
-        e->wr_shut = 1;
-        fut__sn_send(e, SEG_FIN, e->peer, NULL, 0, NULL, 0);
-    }
-    if (how == SHUT_RD || how == SHUT_RDWR) {
-        e->rd_shut = 1;
-        fut__sn_notify(e, FUT__RD_READ | FUT__RD_RCLOSED);
-    }
-    return 0;
-}
-
-/* Write readiness to every Unix datagram socket that found a queue
- * full (room was made, or the receiver went): in creation order. */
-static void unixdg_wake(struct fut__backend *n)
-{
-    for (struct ep *o = n->eps; o; o = o->next)
-        if (o->kind == K_UNIXDG && o->dg_wait) {
-            o->dg_wait = 0;
-            fut__sn_notify(o, FUT__RD_WRITE);
-        }
-}
-
-static void ep_close(struct ep *e)
-{
-    e->closed = 1;
-    if (e->kind == K_UDP || e->kind == K_UNIXDG) { /* never read */
-        fut__sn_dq_drop(e);
-        if (e->kind == K_UNIXDG)
-            unixdg_wake(e->net); /* a waiting sender is refused now */
-        return;
-    }
-    if (e->listener) { /* connections nobody accepted are reset */
-        struct ep *a;
-        while ((a = e->aq_head)) {
-            e->aq_head = a->aq_next;
-            a->closed = 1;
-            fut__sn_rst(a, a->peer);
-            a->state = ST_DEAD;
-        }
-        e->aq_tail = NULL;
-        e->aq_len = 0;
-        return;
-    }
-    if (e->state != ST_OPEN)
-        return; /* connecting: the SYN-ACK is answered with RST */
-    if (e->rx_len > e->rx_off) { /* unread bytes: abort (as Linux) */
-        fut__sn_rst(e, e->peer);
-        e->state = ST_DEAD;
-    } else if (!e->wr_shut) {
-        e->wr_shut = 1;
-        fut__sn_send(e, SEG_FIN, e->peer, NULL, 0, NULL, 0);
-    }
-}
-
-static long do_getsockopt(struct ep *e, int level, int name, void *out,
-                          socklen_t *lenp)
-{
-    int v = 0;
-    if (level == SOL_SOCKET && name == SO_ERROR) {
-        v = e->err;
-        e->err = 0;
-    } else if (level == SOL_SOCKET && name == SO_TYPE) {
-        v = e->kind == K_UDP || e->kind == K_UNIXDG ? SOCK_DGRAM
-                                                    : SOCK_STREAM;
-    } else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {
-        v = e->listener;
-    }
-    if (out && lenp && *lenp >= sizeof v) {
-        memcpy(out, &v, sizeof v);
-        *lenp = sizeof v;
-    }
-    return 0;
-}
-
-static long do_getsockname(struct ep *e, int peer, void *out, socklen_t *lenp)
-{
-    if (e->kind == K_UNIXDG) {
-        if (peer && !e->peer)
-            return -ENOTCONN;
-        fill_unix(peer ? e->peer->path : e->path, out, lenp);
-        return 0;
-    }
-    if (e->kind == K_UNIX) {
-        if (peer && e->state != ST_OPEN)
-            return -ENOTCONN;
-        fill_unix(peer ? e->rpath : e->path, out, lenp);
-        return 0;
-    }
-    if (!peer) {
-        fill_addr(e->host, e->port, out, lenp);
-        return 0;
-    }
-    if (!e->rhost || (e->kind == K_TCP &&
-                      (e->state == ST_CONNECTING || e->state == ST_NEW)))
-        return -ENOTCONN;
-    fill_addr(e->rhost, e->rport, out, lenp);
-    return 0;
-}
-
-/* socketpair: two endpoints of 'kind' (K_UNIX, K_UNIXDG) on the
- * polling task's host, unnamed, each the other's peer: a stream pair is
- * an open connection (its bytes take the host's own link, as a Unix
- * connection's there), a datagram pair sends to each other. */
-static long do_pair(struct fut__backend *n, int kind, int *sv)
-{
-    long fa = do_socket(n, kind);
-    if (fa < 0)
-        return fa;
-    long fb = do_socket(n, kind);
-    struct ep *a = table_get((int)fa);
-    if (fb < 0) {
-        table_del((int)fa);
-        a->fd = -1;
-        fut__sys_close((int)fa);
-        a->closed = 1;
-        return fb;
-    }
-    struct ep *b = table_get((int)fb);
-    a->peer = b;
-    b->peer = a;
-    if (kind == K_UNIX) {
-        a->state = b->state = ST_OPEN;
-        a->rhost = b->rhost = a->host;
-    }
-    sv[0] = (int)fa;
-    sv[1] = (int)fb;
-    return 0;
-}
-
-/* The shim's hook (platform/sys.h). */
-static int net_hook(struct fut__sys_netcall *c, long *res)
-{
-    if (c->op == FUT__SYS_SOCKET) {
-        struct fut__iodrv *d = fut__iodrv_current();
-        if (!d || d->bvt != &fut__backend_sim)
-            return 0;
-        int type = c->b & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-        int inet = c->a == AF_INET || c->a == AF_INET6;
-        if (inet && type == SOCK_STREAM)
-            *res = do_socket(d->be, K_TCP);
-        else if (inet && type == SOCK_DGRAM)
-            *res = do_socket(d->be, K_UDP);
-        else if (c->a == AF_UNIX && type == SOCK_STREAM)
-            *res = do_socket(d->be, K_UNIX);
-        else if (c->a == AF_UNIX && type == SOCK_DGRAM)
-            *res = do_socket(d->be, K_UNIXDG);
-        else
-            *res = FUT_EINVAL; /* not simulated: no real socket either */
-        return 1;
-    }
-    if (c->op == FUT__SYS_SOCKETPAIR) {
-        struct fut__iodrv *d = fut__iodrv_current();
-        if (!d || d->bvt != &fut__backend_sim)
-            return 0;
-        int type = c->b & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c->a == AF_UNIX && (type == SOCK_STREAM || type == SOCK_DGRAM))
-            *res = do_pair(d->be, type == SOCK_STREAM ? K_UNIX : K_UNIXDG,
-                           c->out);
-        else
-            *res = FUT_EINVAL;
-        return 1;
-    }
-    struct ep *e = table_get(c->fd);
-    if (!e)
-        return 0;
-    switch (c->op) {
-    case FUT__SYS_BIND:
-        *res = do_bind(e, c->in, c->len);
-        return 1;
-    case FUT__SYS_LISTEN:
-        *res = do_listen(e, c->a);
-        return 1;
-    case FUT__SYS_CONNECT:
-        *res = do_connect(e, c->in, c->len);
-        return 1;
-    case FUT__SYS_SHUTDOWN:
-        *res = do_shutdown(e, c->a);
-        return 1;
-    case FUT__SYS_SETSOCKOPT:
-        *res = 0; /* every option is accepted and has no effect */
-        return 1;
-    case FUT__SYS_GETSOCKOPT:
-        *res = do_getsockopt(e, c->a, c->b, c->out, c->lenp);
-        return 1;
-    case FUT__SYS_GETSOCKNAME:
-        *res = do_getsockname(e, c->a, c->out, c->lenp);
-        return 1;
-    case FUT__SYS_CLOSE:
-        table_del(c->fd);
-        e->fd = -1;
-        *res = fut__sys_close(c->fd); /* the placeholder: the kernel's */
-        ep_close(e);
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* ------------------------------------------------------ the operations */
 
@@ -750,7 +178,7 @@ static long sim_accept(struct ep *l, const struct fut__op *op)
     int fd = fut__sys_eventfd();
     if (fd < 0)
         return fd;
-    int r = table_put(fd, a);
+    int r = fut__sn_table_put(fd, a);
     if (r < 0) {
         fut__sys_close(fd);
         return r;
@@ -764,9 +192,9 @@ static long sim_accept(struct ep *l, const struct fut__op *op)
     if (op->addr && op->alen) {
         *op->alen = sizeof(struct sockaddr_storage);
         if (a->kind == K_UNIX)
-            fill_unix(a->rpath, op->addr, op->alen);
+            fut__sn_fill_unix(a->rpath, op->addr, op->alen);
         else
-            fill_addr(a->rhost, a->rport, op->addr, op->alen);
+            fut__sn_fill_addr(a->rhost, a->rport, op->addr, op->alen);
     }
     return fd;
 }
@@ -775,7 +203,7 @@ static struct ep *ep_of(struct fut__backend *b, struct fut__io *io)
 {
     struct ep *e = io->bstate[0];
     if (!e) {
-        e = table_get(io->fd);
+        e = fut__sn_table_get(io->fd);
         if (e && e->net != b)
             e = NULL; /* another simulation's */
     }
@@ -819,9 +247,9 @@ static long udp_recv(struct ep *e, const struct fut__op *op)
     if (op->kind == FUT__OP_RECVFROM && op->addr && op->alen) {
         *op->alen = sizeof(struct sockaddr_storage);
         if (e->kind == K_UNIXDG)
-            fill_unix(g->spath, op->addr, op->alen);
+            fut__sn_fill_unix(g->spath, op->addr, op->alen);
         else
-            fill_addr(g->src, g->sport, op->addr, op->alen);
+            fut__sn_fill_addr(g->src, g->sport, op->addr, op->alen);
     }
     if (op->flags & MSG_PEEK)
         return (long)k;
@@ -831,7 +259,7 @@ static long udp_recv(struct ep *e, const struct fut__op *op)
     e->dq_bytes -= g->len + 256;
     fut__free(g, sizeof *g + g->len);
     if (e->kind == K_UNIXDG)
-        unixdg_wake(e->net);
+        fut__sn_unixdg_wake(e->net);
     else
         e->net->udp.read++;
     return (long)k;
@@ -849,10 +277,10 @@ static long udp_send(struct ep *e, const struct fut__op *op)
     if (op->kind == FUT__OP_SENDTO) {
         int family, any, lo;
         unsigned char ip[16];
-        if (parse_addr(op->addr, *op->alen, &family, ip, &dport, &any, &lo) <
-            0)
+        if (fut__sn_parse_addr(op->addr, *op->alen, &family, ip, &dport, &any,
+                               &lo) < 0)
             return FUT_EINVAL;
-        dst = lo || any ? e->host : host_by_ip(e->net, family, ip);
+        dst = lo || any ? e->host : fut__sn_host_by_ip(e->net, family, ip);
         if (!dst)
             return -ENETUNREACH;
     } else if (!dst) {
@@ -865,7 +293,7 @@ static long udp_send(struct ep *e, const struct fut__op *op)
     if (total && !buf)
         return FUT_ENOMEM;
     if (!e->port)
-        e->port = ephemeral(e->net, e->host, K_UDP);
+        e->port = fut__sn_ephemeral(e->net, e->host, K_UDP);
     fut__sn_dgram(e, dst, dport, buf, total);
     fut__free(buf, total);
     return (long)total;
@@ -882,9 +310,9 @@ static long unixdg_send(struct ep *e, const struct fut__op *op)
     struct ep *t = e->peer;
     if (op->kind == FUT__OP_SENDTO) {
         char path[UNIX_PATH];
-        if (parse_unix(op->addr, *op->alen, path) < 0)
+        if (fut__sn_parse_unix(op->addr, *op->alen, path) < 0)
             return FUT_EINVAL;
-        t = unixdg_bound(e->net, e->host, path);
+        t = fut__sn_unixdg_bound(e->net, e->host, path);
         if (!t)
             return -ENOENT; /* no socket file there */
     } else if (!t) {
@@ -981,8 +409,7 @@ static int sim_create(struct fut__backend **out, int wakefd)
         fut__free(n, sizeof *n);
         return r;
     }
-    /* Relaxed: set once per process, always to the same function. */
-    fut__store(&fut__sys_net, (uintptr_t)net_hook, FUT__RELAXED);
+    fut__sn_hook_install(&fut__backend_sim);
     *out = n;
     return 0;
 }
@@ -1003,7 +430,7 @@ static void sim_destroy(struct fut__backend *n)
     while (e) {
         struct ep *next = e->next;
         if (e->fd >= 0) /* a handle outlives us: its close is the kernel's */
-            table_del(e->fd);
+            fut__sn_table_del(e->fd);
         fut__sn_drop_queue(&e->inq);
         fut__sn_drop_queue(&e->synq);
         fut__sn_dq_drop(e);
@@ -1116,7 +543,7 @@ int fut__simnet_host_new(struct fut__backend *b, struct fut_runtime *rt,
         if (inet_pton(AF_INET6, addr, ip) != 1)
             return FUT_EINVAL;
     }
-    if (host_by_ip(b, family, ip))
+    if (fut__sn_host_by_ip(b, family, ip))
         return FUT_EINVAL;
     struct fut_sim_host *h = fut__alloc(sizeof *h);
     if (!h)
@@ -1138,7 +565,7 @@ int fut__simnet_host_new(struct fut__backend *b, struct fut_runtime *rt,
 int fut__simnet_reset(struct fut__io *io)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    struct ep *e = io->bstate[0] ? io->bstate[0] : table_get(io->fd);
+    struct ep *e = io->bstate[0] ? io->bstate[0] : fut__sn_table_get(io->fd);
     if (!e || e->listener || e->state != ST_OPEN ||
         (d && d->bvt == &fut__backend_sim && e->net != d->be))
         return FUT_EINVAL;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The simulated network (backend_sim.c) as the simulation's public calls
+/* The simulated network (backend_sim.c, simnet_socket.c, simnet_wire.c) as the simulation's public calls
  * (src/rt/sim_net.c, fut/sim.h) and the driver see it. One thread: the
  * simulation's. */
 #ifndef FUT_IO_SIMNET_H

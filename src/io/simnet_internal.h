@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The simulated network's state, shared by its two halves: the socket
- * calls and operations (backend_sim.c: the backend's table, the fd table,
- * the syscall hook) and the wire (simnet_wire.c: segments in flight,
- * their queues, the delivery timer, links, partitions, crashed hosts).
- * Rules: backend_sim.c's opening comment. One thread: the simulation's. */
+/* The simulated network's state, shared by its three parts: the
+ * operations (backend_sim.c: reads, writes, accepts, datagrams, the
+ * backend's table), the socket calls (simnet_socket.c: the syscall hook,
+ * the fd table, addresses) and the wire (simnet_wire.c: segments in
+ * flight, their queues, the delivery timer, links, partitions, crashed
+ * hosts). Rules: backend_sim.c's opening comment. One thread: the
+ * simulation's (but the fd table: simnet_socket.c). */
 #ifndef FUT_IO_SIMNET_INTERNAL_H
 #define FUT_IO_SIMNET_INTERNAL_H
+
+#include <string.h>
+#include <sys/socket.h>
 
 #include "io/io_internal.h"
 #include "io/simnet.h"
@@ -188,5 +193,77 @@ void fut__sn_dq_drop(struct ep *e);
 void fut__sn_drop_queue(struct queue *q);
 /* Sends 'e' a SEG_POKE after the delay of its host's own link. */
 void fut__sn_poke(struct ep *e);
+
+/* ---------------------------------- the socket calls (simnet_socket.c) */
+
+/* Installs the shim's hook (platform/sys.h), which hands this file the
+ * socket calls on a simulated socket: those of a task whose driver's
+ * backend is 'vt' (fut__backend_sim), or on an fd the table holds. */
+void fut__sn_hook_install(const struct fut__backend_vt *vt);
+
+/* The fd table (every simulation's, under a lock): endpoint 'e' for
+ * placeholder 'fd' (0 or FUT_ENOMEM), the endpoint of 'fd' (NULL: none),
+ * and the entry's removal (before the placeholder's close). */
+int fut__sn_table_put(int fd, struct ep *e);
+struct ep *fut__sn_table_get(int fd);
+void fut__sn_table_del(int fd);
+
+/* A Unix address: 'path' ("" : an unnamed socket, the family only) into
+ * 'out' (at most '*lenp' bytes; '*lenp' = its length). */
+void fut__sn_fill_unix(const char *path, void *out, socklen_t *lenp);
+/* The path of Unix address 'sa' into 'path'; FUT_EINVAL when it is not
+ * one, or names nothing (the abstract namespace is not simulated). */
+int fut__sn_parse_unix(const void *sa, socklen_t len, char path[UNIX_PATH]);
+/* Host 'h''s address and 'port' into 'out', as fut__sn_fill_unix. */
+void fut__sn_fill_addr(const struct fut_sim_host *h, int port, void *out,
+                       socklen_t *lenp);
+/* The host and port of 'sa'; '*any' = 1 for the wildcard address, '*lo'
+ * for loopback. FUT_EINVAL for another family. */
+int fut__sn_parse_addr(const void *sa, socklen_t len, int *family,
+                       unsigned char ip[16], int *port, int *any, int *lo);
+/* The open Unix datagram socket bound to 'path' on host 'h', or NULL. */
+struct ep *fut__sn_unixdg_bound(struct fut__backend *n,
+                                struct fut_sim_host *h, const char *path);
+
+/* Inline: the operations (backend_sim.c) call these per datagram, and
+ * had them inlined when they were that file's statics. */
+
+/* A free port of host 'h' for a socket of 'kind' (UDP ports are a
+ * namespace of their own, as in the kernel). */
+static inline int fut__sn_ephemeral(struct fut__backend *n,
+                                    struct fut_sim_host *h, int kind)
+{
+    int p;
+    do {
+        p = h->next_port++;
+        if (h->next_port > 65535)
+            h->next_port = FIRST_PORT;
+    } while (kind == K_UDP ? fut__sn_udp_bound(n, h, p) != NULL
+                           : fut__sn_listener(n, h, p) != NULL);
+    return p;
+}
+
+/* The host of address 'ip' of 'family', or NULL. */
+static inline struct fut_sim_host *
+fut__sn_host_by_ip(struct fut__backend *n, int family,
+                   const unsigned char ip[16])
+{
+    for (struct fut_sim_host *h = n->hosts; h; h = h->next)
+        if (h->family == family &&
+            memcmp(h->addr, ip, family == AF_INET ? 4 : 16) == 0)
+            return h;
+    return NULL;
+}
+
+/* Write readiness to every Unix datagram socket that found a queue
+ * full (room was made, or the receiver went): in creation order. */
+static inline void fut__sn_unixdg_wake(struct fut__backend *n)
+{
+    for (struct ep *o = n->eps; o; o = o->next)
+        if (o->kind == K_UNIXDG && o->dg_wait) {
+            o->dg_wait = 0;
+            fut__sn_notify(o, FUT__RD_WRITE);
+        }
+}
 
 #endif /* FUT_IO_SIMNET_INTERNAL_H */
