@@ -127,7 +127,7 @@ extern _Thread_local int fut__sys_shortened;
         }                                                                    \
     } while (0)
 
-/* A simulated network (src/io/backend_sim.c) takes the socket calls it
+/* A simulated network (src/io/simnet_socket.c) takes the socket calls it
  * owns through this hook: socket, socketpair, bind, listen, connect,
  * shutdown, setsockopt, getsockopt, getsockname and close. 'fut__sys_net' holds a
  * fut__sys_net_fn (0: none; set once, relaxed: the function itself
