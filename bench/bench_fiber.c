@@ -10,7 +10,9 @@
  *                200 fibers that each call fut_fiber_yield() 1,000 times
  *                and joins them in spawn order. ns per yield. Compared
  *                with fut's state-machine yield_many (bench_core) and Go's
- *                yield_many at GOMAXPROCS=1.
+ *                yield_many at GOMAXPROCS=1. FIBER_YIELD_ROUNDS=N in the
+ *                environment times N rounds instead (callgrind: two runs
+ *                of different N, the difference over the yields).
  *   fiber_spawn  spawn_many: 1 warm-up + timed rounds; a round spawns N
  *                fibers whose fn returns its index, keeps the handles,
  *                joins them in spawn order and checks the sum. ns per
@@ -91,15 +93,25 @@ static void yield_round(void)
         join_checked(&h[i], NULL);
 }
 
+/* The timed rounds: YIELD_ROUNDS, or FIBER_YIELD_ROUNDS from the
+ * environment (callgrind's two runs of different lengths). */
+static int yield_rounds(void)
+{
+    const char *e = getenv("FIBER_YIELD_ROUNDS");
+    int n = e ? atoi(e) : 0;
+    return n > 0 ? n : YIELD_ROUNDS;
+}
+
 static intptr_t yield_body(void *config)
 {
+    int rounds = yield_rounds();
     yield_round(); /* warm-up: the stack pool fills */
     struct bench_meter m;
     bench_meter_start(&m);
-    for (int r = 0; r < YIELD_ROUNDS; r++)
+    for (int r = 0; r < rounds; r++)
         yield_round();
     bench_report(&m, "fiber_yield", config,
-                 (uint64_t)YIELD_TASKS * YIELD_PER_TASK * YIELD_ROUNDS,
+                 (uint64_t)YIELD_TASKS * YIELD_PER_TASK * (uint64_t)rounds,
                  "ns/yield", "");
     return 0;
 }

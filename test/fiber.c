@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fiber/fiber_internal.h"
+#include "rt/rt_internal.h"
 #include "test.h"
 
 #define MS (1000LL * 1000)
@@ -679,6 +680,61 @@ START_TEST(yield_fair)
 }
 END_TEST
 
+/* The yield's prefetch hint (fut__ct_peek_next, src/rt/rt_internal.h):
+ * on the current-thread runtime, the head of the local run queue - the
+ * task the scheduler polls next, the first spawned of those queued, not
+ * the fiber asking (it is being polled, not queued) -; NULL on the
+ * multi-thread runtime, in a simulation (its pick is seeded) and off any
+ * runtime. The yields around it keep their order: the spawned fibers
+ * run, in spawn order, before the yield returns. */
+static int next_order[3], next_n;
+
+static intptr_t next_kid(void *arg)
+{
+    next_order[next_n++] = (int)(intptr_t)arg;
+    return 0;
+}
+
+static intptr_t next_driver(void *arg)
+{
+    int sim = arg != NULL;
+    ck_assert_ptr_null(fut__ct_peek_next()); /* nothing queued */
+    struct fut_join j[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(fut_fiber_spawn(NULL, next_kid,
+                                         (void *)(intptr_t)(i + 1), NULL,
+                                         &j[i]),
+                         0);
+    if (fut_test_rt_is_mt() || sim)
+        ck_assert_ptr_null(fut__ct_peek_next());
+    else
+        ck_assert_ptr_eq(fut__ct_peek_next(), j[0].task);
+    ck_assert_int_eq(fut_fiber_yield(), 0);
+    if (!fut_test_rt_is_mt() && !sim) { /* FIFO, all before the yield */
+        ck_assert_int_eq(next_n, 3);
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(next_order[i], i + 1);
+        ck_assert_ptr_null(fut__ct_peek_next());
+    }
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(fut_fiber_join(&j[i], NULL), 0);
+    return 0;
+}
+
+START_TEST(yield_next)
+{
+    ck_assert_ptr_null(fut__ct_peek_next()); /* off any runtime */
+    next_n = 0;
+    rt = fut_test_rt();
+    ASSERT_EQ(fut_fiber_run(rt, next_driver, NULL, NULL, NULL), 0);
+    rt_free();
+    ASSERT_EQ(fut_sim_new(NULL, 7, &rt), 0);
+    next_n = 0;
+    ASSERT_EQ(fut_fiber_run(rt, next_driver, (void *)1, NULL, NULL), 0);
+    rt_free();
+}
+END_TEST
+
 /* A fiber cancelled while it is parked in fut_fiber_yield: that yield
  * returns FUT_ECANCELED, every later one too at once; the join completes
  * after fn returned; the dump shows it parked at its yield's line; a
@@ -936,6 +992,7 @@ int main(void)
 {
     Suite *s = suite_create("fiber");
     tcase_add_test(fut_test_tcase(s, "basic"), basic);
+    tcase_add_test(fut_test_tcase(s, "yield_next"), yield_next);
     tcase_add_test(fut_test_tcase(s, "await_kinds"), await_kinds);
     tcase_add_test(fut_test_tcase(s, "channels"), channels);
     tcase_add_test(fut_test_tcase(s, "io_echo"), io_echo);

@@ -272,6 +272,14 @@ int fut__ct_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
 int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
                 fut__driver_new_fn driver_new, struct fut__sched **out);
 
+/* The task the current-thread scheduler running on this thread will poll
+ * next (the head of its local run queue), or NULL: no such scheduler on
+ * this thread, an empty queue, or a simulation (whose pick is seeded).
+ * A hint for prefetching only (the fiber yield, src/fiber): the task is
+ * queued, nobody polls it now, and it may be picked after others (a
+ * remote drain, the main future). Runtime thread; reads only. */
+struct fut_task *fut__ct_peek_next(void);
+
 /* A simulation runtime (runtime.c; fut_sim_new in sim.c): the
  * current-thread scheduler in simulation mode with the simulation's
  * driver. 0, FUT_EINVAL (a multi-thread flavor or no_driver in 'cfg', or

@@ -875,6 +875,18 @@ static int ct_worker_stats(struct fut__sched *s, int worker,
     return 0;
 }
 
+/* ------------------------------------------------------- prefetch hint */
+
+/* rt_internal.h: the head of the local queue, read-only, for a yield's
+ * prefetch of what runs next. Kept apart from the queue code above. */
+struct fut_task *fut__ct_peek_next(void)
+{
+    struct fut__sched *s = fut__tls_sched;
+    if (!s || s->vt != &ct_vt || s->sim)
+        return NULL;
+    return ct_of(s)->head;
+}
+
 /* ------------------------------------------------------------ task dump */
 
 /* Task dumps (rt_internal.h): the live list belongs to the runtime thread,
