@@ -112,6 +112,8 @@ struct conn {
     struct fut_token *tok;      /* the scope's */
     struct fut_sleep idle;      /* the idle deadline */
     struct fut_token_wait stop; /* the token's waiter (conn_read) */
+    struct fut_waker stop_wk;   /* the waker 'stop' holds: compared only,
+                                 never called or dropped */
     int64_t last_read;          /* when the last read started */
     struct fut_io_read rd;      /* reads up to BUF_BYTES */
     struct fut_io_write_all wr; /* writes them back */
@@ -231,9 +233,17 @@ static int conn_read(struct conn *c, struct fut_context *cx)
     if (fut_poll(&c->rd.base, cx) == FUT_READY)
         return FUT_READY;
     /* Registered under the token's lock after its flag is checked under
-     * it: a cancel during the read's poll is seen here or wakes us. */
-    if (fut_poll(&c->stop.base, cx) == FUT_READY)
-        return FUT_ECANCELED;
+     * it: a cancel during the read's poll is seen here or wakes us. Once
+     * it holds this poll's waker it stays registered until the cancel
+     * (which sets the flag looked at above before it wakes us): no poll
+     * of it is needed while the waker is the same one (its clone in the
+     * waiter keeps the target alive, so equal pointers are the same
+     * target). */
+    if (!fut_waker_will_wake(&c->stop_wk, &cx->waker)) {
+        if (fut_poll(&c->stop.base, cx) == FUT_READY)
+            return FUT_ECANCELED;
+        c->stop_wk = cx->waker;
+    }
     while (fut_poll(&c->idle.base, cx) == FUT_READY) {
         int64_t due = c->last_read + idle_ns;
         if (fut_time_now() >= due)
