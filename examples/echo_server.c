@@ -8,8 +8,10 @@
  * token; each connection finishes the echo in flight and closes; after a
  * grace period the rest are dropped; the exit code says whether anything
  * leaked. Each read also runs under an idle deadline kept by one sleep
- * per connection (struct idle_read: a hand-written future), so a client
- * that goes quiet does not hold its connection forever.
+ * per connection, so a client that goes quiet does not hold its
+ * connection forever. The deadline and the token are checked by the
+ * connection's own read step (conn_read), armed once per connection:
+ * no future is built around each read.
  *
  * Run it:
  *   ./build/examples/echo_server 7000             current-thread runtime
@@ -32,7 +34,7 @@
  *                   into it, awaits fut_shutdown
  *   struct acceptor accepts until the scope's token is cancelled; each
  *                   connection is a 'struct conn' spawned into the scope
- *   struct conn     read (idle deadline: struct idle_read; token) ->
+ *   struct conn     read (idle deadline and token: conn_read) ->
  *                   write all -> again
  *   struct dumper   SIGUSR1 -> fut_runtime_dump
  * The structs come first, in that order, then their poll functions.
@@ -86,37 +88,35 @@ struct acceptor {
     struct fut_until_cancelled until; /* acc, until the token fires */
 };
 
-/* A read under the connection's idle deadline that costs no timer
- * operation per read (a fut_timeout per read armed and cancelled a timer
- * every time: +360 instructions per echo, callgrind). The connection's
- * 'idle' sleep stays armed across reads; each read moves 'last_read'
- * (its start). When the sleep fires before last_read + idle_ns, it is
- * re-armed for that time - once per idle period, not once per read - and
- * when it fires after, the read is dropped and the result is
- * FUT_ETIMEDOUT. Output: 'result' = 0 (inner READY) or FUT_ETIMEDOUT.
- * The sleep's waker may wake the task later while it writes: a spurious
- * wake, harmless (C9). */
-struct idle_read {
-    struct fut_future base;
-    struct fut_future *inner; /* the read (caller storage) */
-    struct conn *c;           /* its 'idle' and 'last_read' */
-    int result;               /* output */
-};
-
 /* One connection, a child of the scope: echoes until EOF, an error, the
  * idle deadline, or the scope's token (graceful shutdown): then it
  * finishes the write in flight and closes. A hard cancel (the end of the
- * grace period) drops it wherever it stands; the cleanup closes it. */
+ * grace period) drops it wherever it stands; the cleanup closes it.
+ *
+ * The idle deadline and the token cost no future per read (a fut_timeout
+ * per read armed and cancelled a timer every time: +360 instructions per
+ * echo; an until_cancelled and an idle guard around each read, +460,
+ * callgrind). Both are armed once per connection and looked at by the
+ * read step (conn_read) only when the read waits: the 'idle' sleep stays
+ * armed across reads and each read moves 'last_read' (its start); when
+ * the sleep fires before last_read + idle_ns it is re-armed for that time
+ * - once per idle period, not once per read - and when it fires after,
+ * the read is dropped and the connection closes. 'stop' (the token's
+ * waiter) stays registered from the first wait to the close; a cancel
+ * seen while the connection writes wakes the task, which finishes the
+ * write and stops before its next read. Either may wake the task while it
+ * writes: a spurious wake, harmless (C9). */
 struct conn {
     struct fut_future base;
     struct fut_io *io;
-    struct fut_token *tok;            /* the scope's */
-    struct fut_sleep idle;            /* the idle deadline (idle_read) */
-    int64_t last_read;                /* when the last read started */
-    struct idle_read guard;           /* until, under the idle deadline */
-    struct fut_until_cancelled until; /* rd, until the token fires */
-    struct fut_io_read rd;            /* reads up to BUF_BYTES */
-    struct fut_io_write_all wr;       /* writes them back */
+    struct fut_token *tok;      /* the scope's */
+    struct fut_sleep idle;      /* the idle deadline */
+    struct fut_token_wait stop; /* the token's waiter (conn_read) */
+    struct fut_waker stop_wk;   /* the waker 'stop' holds: compared only,
+                                 never called or dropped */
+    int64_t last_read;          /* when the last read started */
+    struct fut_io_read rd;      /* reads up to BUF_BYTES */
+    struct fut_io_write_all wr; /* writes them back */
     char buf[BUF_BYTES];
 };
 
@@ -219,61 +219,67 @@ FUT_ASYNC_VTABLE(acceptor_vt, "acceptor", acceptor_poll, NULL);
 
 /* ----------------------------------------------------------- connection */
 
-static int idle_read_poll(struct fut_future *f, struct fut_context *cx)
+/* The read of a connection under its token and its idle deadline:
+ * FUT_PENDING (0), FUT_READY (the read is READY: its result is in c->rd), or
+ * FUT_ECANCELED (the token: the scope shuts down) / FUT_ETIMEDOUT (idle):
+ * conn_poll then drops the read where it stands. The token is looked at first, like
+ * fut_until_cancelled (biased: a cancel seen in the same poll as the
+ * read's READY wins); the waiter and the sleep are polled (their wakers
+ * registered) only when the read waits. */
+static int conn_read(struct conn *c, struct fut_context *cx)
 {
-    struct idle_read *g = (struct idle_read *)f;
-    if (!g->inner) /* timed out already */
+    if (fut_token_is_cancelled(c->tok))
+        return FUT_ECANCELED;
+    if (fut_poll(&c->rd.base, cx) == FUT_READY)
         return FUT_READY;
-    if (fut_poll(g->inner, cx) == FUT_READY) {
-        g->result = 0;
-        return FUT_READY;
+    /* Registered under the token's lock after its flag is checked under
+     * it: a cancel during the read's poll is seen here or wakes us. Once
+     * it holds this poll's waker it stays registered until the cancel
+     * (which sets the flag looked at above before it wakes us): no poll
+     * of it is needed while the waker is the same one (its clone in the
+     * waiter keeps the target alive, so equal pointers are the same
+     * target). */
+    if (!fut_waker_will_wake(&c->stop_wk, &cx->waker)) {
+        if (fut_poll(&c->stop.base, cx) == FUT_READY)
+            return FUT_ECANCELED;
+        c->stop_wk = cx->waker;
     }
-    while (fut_poll(&g->c->idle.base, cx) == FUT_READY) {
-        int64_t due = g->c->last_read + idle_ns;
-        if (fut_time_now() >= due) {
-            fut_drop(g->inner);
-            g->inner = NULL;
-            g->result = FUT_ETIMEDOUT;
-            return FUT_READY;
-        }
-        fut_sleep_reset(&g->c->idle, due); /* fired early: move it on */
+    while (fut_poll(&c->idle.base, cx) == FUT_READY) {
+        int64_t due = c->last_read + idle_ns;
+        if (fut_time_now() >= due)
+            return FUT_ETIMEDOUT;
+        fut_sleep_reset(&c->idle, due); /* fired early: move it on */
     }
     return FUT_PENDING;
 }
 
-static void idle_read_drop(struct fut_future *f)
-{
-    struct idle_read *g = (struct idle_read *)f;
-    if (g->inner)
-        fut_drop(g->inner);
-    g->inner = NULL;
-}
-
-static const struct fut_future_vtable idle_read_vt = {
-    idle_read_poll, idle_read_drop, "idle_read", NULL};
-
-static void idle_read_init(struct idle_read *g, struct fut_future *inner,
-                           struct conn *c)
-{
-    fut_future_init(&g->base, &idle_read_vt);
-    g->inner = inner;
-    g->c = c;
-    g->result = 0;
-}
+/* conn_poll's resume point at the read (FUT_AWAIT's are line numbers,
+ * all above 1). */
+#define CONN_READING 1
 
 static int conn_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct conn *c = (struct conn *)f;
+    int r;
     FUT_BEGIN(f);
     fut_sleep_until_init(&c->idle, fut_time_now() + idle_ns);
+    fut_token_wait_init(&c->stop, c->tok);
     for (;;) {
         c->last_read = fut_time_now();
         fut_io_read_init(&c->rd, c->io, c->buf, sizeof c->buf);
-        fut_until_cancelled_init(&c->until, &c->rd.base, c->tok);
-        idle_read_init(&c->guard, &c->until.base, c);
-        FUT_AWAIT(f, &c->guard);
-        if (c->guard.result < 0 || c->until.result < 0 || c->rd.result <= 0)
-            break; /* idle, shutting down, EOF or error */
+        /* FUT_AWAIT's shape, with conn_read in place of the poll: the
+         * read is the child a task dump shows and a drop drops. */
+        f->awaiting = &c->rd.base;
+        f->resume = CONN_READING;
+        FUT__FALLTHROUGH;
+    case CONN_READING:
+        r = conn_read(c, cx);
+        if (r == FUT_PENDING)
+            return FUT_PENDING;
+        fut_drop(&c->rd.base);
+        f->awaiting = NULL;
+        if (r < 0 || c->rd.result <= 0)
+            break; /* shutting down, idle, EOF or error */
         fut_io_write_all_init(&c->wr, c->io, c->buf, (size_t)c->rd.result);
         FUT_AWAIT(f, &c->wr);
         if (c->wr.result < 0)
@@ -287,6 +293,8 @@ static void conn_cleanup(struct fut_future *f)
     struct conn *c = (struct conn *)f;
     if (c->idle.base.vt)
         fut_drop(&c->idle.base); /* disarms its timer */
+    if (c->stop.base.vt)
+        fut_drop(&c->stop.base); /* off the token before its fini */
     fut_io_close(c->io);
     atomic_fetch_sub(&live, 1);
     atomic_fetch_add(&served, 1);

@@ -7,6 +7,7 @@
 #include "fut/io.h"
 #include "fut/time.h"
 #include "io/backend.h"
+#include "platform/sys.h"
 #include "rt/rt_internal.h"
 #include "time/wheel.h"
 #include "util/list.h"
@@ -362,6 +363,98 @@ typedef long (*fut__io_call_fn)(struct fut__io *io, const struct fut__op *op);
 int fut__io_do_with(struct fut__io *io, const struct fut__op *op,
                     struct fut_context *cx, long *res, fut__io_call_fn call);
 
+/* What a completion backend left when it let the fd go (reactor.c): 1
+ * with '*res' when 'op' takes it (a write's kept result, an accepted fd, spilled
+ * bytes), else 0. */
+int fut__io_take_spill(struct fut__io *io, const struct fut__op *op,
+                       long *res);
+
+/* The syscall of an operation. Inline: in the I/O step of a future that
+ * builds its op with a constant kind (stream.c), the switch folds away. */
+static inline __attribute__((always_inline)) long
+fut__io_syscall(struct fut__io *io, const struct fut__op *op)
+{
+    int fd = io->fd;
+    switch (op->kind) {
+    case FUT__OP_READ:
+        return fut__sys_read(fd, op->buf, op->len);
+    case FUT__OP_RECV:
+        return fut__sys_recv(fd, op->buf, op->len, op->flags);
+    case FUT__OP_WRITE:
+        return fut__sys_write(fd, op->buf, op->len);
+    case FUT__OP_SEND:
+        return fut__sys_send(fd, op->buf, op->len, op->flags);
+    case FUT__OP_WRITEV:
+        return fut__sys_writev(fd, op->iov, op->iovcnt);
+    case FUT__OP_SENDV:
+        return fut__sys_sendv(fd, op->iov, op->iovcnt);
+    case FUT__OP_RECVFROM:
+        *op->alen = sizeof(struct sockaddr_storage);
+        return fut__sys_recvfrom(fd, op->buf, op->len, op->flags, op->addr,
+                                 op->alen);
+    case FUT__OP_SENDTO:
+        return fut__sys_sendto(fd, op->buf, op->len, op->flags, op->addr,
+                               *op->alen);
+    case FUT__OP_ACCEPT:
+        *op->alen = sizeof(struct sockaddr_storage);
+        return fut__sys_accept(fd, op->addr, op->alen);
+    default:
+        return FUT_EINVAL;
+    }
+}
+
+/* The readiness step (fut__io_do's body) with 'call' making the
+ * operation, inlined into each caller: fut__io_do and fut__io_do_with
+ * (reactor.c), and the read and write futures (stream.c,
+ * fut__io_submit_inline), whose copies know the op's kind and keep the op
+ * in registers: one call level, one switch and the op's stores fewer per
+ * operation than through fut__io_do. */
+static inline __attribute__((always_inline)) int
+fut__io_step(struct fut__io *io, const struct fut__op *op,
+             struct fut_context *cx, long *res, fut__io_call_fn call)
+{
+    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
+        fut__io_take_spill(io, op, res))
+        return FUT_READY;
+    unsigned dir = fut__op_dir(op);
+    size_t want = op->want;
+    for (;;) {
+        uint32_t tick;
+        int r = fut__io_ready(io, dir, cx, &tick);
+        if (r < 0) {
+            *res = r;
+            return FUT_READY;
+        }
+        if (r == 0)
+            return FUT_PENDING;
+        if (!fut_coop_proceed(cx))
+            return FUT_PENDING;
+        fut__sys_shortened = 0;
+        long n = call(io, op);
+        if (n == -EINTR)
+            continue;
+        if (n == -EAGAIN || n == -EWOULDBLOCK) {
+            fut__io_clear(io,
+                          dir == FUT__DIR_READ ? FUT__RD_READ : FUT__RD_WRITE,
+                          tick);
+            continue;
+        }
+        /* A short transfer on a stream socket or pipe means the kernel
+         * buffer was drained (read) or filled (write) when the call ran:
+         * clear readiness now and save the EAGAIN syscall the next
+         * operation would make (Tokio does the same). Edge-triggered
+         * epoll reports anything arriving after the call. */
+        if (n > 0 && (size_t)n < want &&
+            (io->kind == FUT__IO_STREAM || io->kind == FUT__IO_PIPE) &&
+            !fut__sys_shortened)
+            fut__io_clear(io,
+                          dir == FUT__DIR_READ ? FUT__RD_READ : FUT__RD_WRITE,
+                          tick);
+        *res = n;
+        return FUT_READY;
+    }
+}
+
 /* Runs 'op' on 'io' for the task in 'cx' through the backend of this
  * thread's driver (backend.h, 'op'): FUT_READY with '*res', or
  * FUT_PENDING. Without a driver on this thread the syscall is tried, and
@@ -372,6 +465,18 @@ static inline int fut__io_submit(struct fut__io *io, const struct fut__op *op,
     struct fut__iodrv *d = fut__iodrv_current();
     if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll)
         return fut__io_do(NULL, io, op, cx, res); /* direct: no table */
+    return d->bvt->op(d->be, io, op, cx, res);
+}
+
+/* fut__io_submit with epoll's step inline (the read and write futures
+ * of stream.c, once per operation on every connection). */
+static inline __attribute__((always_inline)) int
+fut__io_submit_inline(struct fut__io *io, const struct fut__op *op,
+                      struct fut_context *cx, long *res)
+{
+    struct fut__iodrv *d = fut__iodrv_current();
+    if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll)
+        return fut__io_step(io, op, cx, res, fut__io_syscall);
     return d->bvt->op(d->be, io, op, cx, res);
 }
 

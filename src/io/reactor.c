@@ -175,13 +175,9 @@ static __attribute__((noinline)) int io_first_wait(struct fut__io *io)
 }
 
 /* fut__io_ready (io_internal.h) found no readiness: register the
- * waker, then look again under the fd's lock (see the rules). Inlined
- * into the I/O step (io_do, where it ran inline until a second copy of
- * io_do made the compiler keep it out of line: +81 instructions per echo
- * round trip), a call for the other callers (fut__io_ready_slow). */
-static inline __attribute__((always_inline)) int
-io_ready_wait(struct fut__io *io, unsigned dir, struct fut_context *cx,
-              uint32_t *tick)
+ * waker, then look again under the fd's lock (see the rules). */
+int fut__io_ready_slow(struct fut__io *io, unsigned dir,
+                       struct fut_context *cx, uint32_t *tick)
 {
     unsigned mask = dir_mask(dir);
     uintptr_t w;
@@ -212,25 +208,6 @@ io_ready_wait(struct fut__io *io, unsigned dir, struct fut_context *cx,
         return (int)(w & mask);
     }
     return 0;
-}
-
-int fut__io_ready_slow(struct fut__io *io, unsigned dir,
-                       struct fut_context *cx, uint32_t *tick)
-{
-    return io_ready_wait(io, dir, cx, tick);
-}
-
-/* fut__io_ready with the wait inline (the I/O step's). */
-static inline __attribute__((always_inline)) int
-io_ready(struct fut__io *io, unsigned dir, struct fut_context *cx,
-         uint32_t *tick)
-{
-    uintptr_t w = fut__load(&io->readiness, FUT__ACQUIRE); /* see there */
-    if (FUT_LIKELY(w & dir_mask(dir))) {
-        *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
-        return (int)(w & dir_mask(dir));
-    }
-    return io_ready_wait(io, dir, cx, tick);
 }
 
 void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick)
@@ -507,38 +484,6 @@ int fut_io_from_fd(int fd, struct fut_io **out)
     return 0;
 }
 
-/* The syscall of an operation. */
-static long op_syscall(struct fut__io *io, const struct fut__op *op)
-{
-    int fd = io->fd;
-    switch (op->kind) {
-    case FUT__OP_READ:
-        return fut__sys_read(fd, op->buf, op->len);
-    case FUT__OP_RECV:
-        return fut__sys_recv(fd, op->buf, op->len, op->flags);
-    case FUT__OP_WRITE:
-        return fut__sys_write(fd, op->buf, op->len);
-    case FUT__OP_SEND:
-        return fut__sys_send(fd, op->buf, op->len, op->flags);
-    case FUT__OP_WRITEV:
-        return fut__sys_writev(fd, op->iov, op->iovcnt);
-    case FUT__OP_SENDV:
-        return fut__sys_sendv(fd, op->iov, op->iovcnt);
-    case FUT__OP_RECVFROM:
-        *op->alen = sizeof(struct sockaddr_storage);
-        return fut__sys_recvfrom(fd, op->buf, op->len, op->flags, op->addr,
-                                 op->alen);
-    case FUT__OP_SENDTO:
-        return fut__sys_sendto(fd, op->buf, op->len, op->flags, op->addr,
-                               *op->alen);
-    case FUT__OP_ACCEPT:
-        *op->alen = sizeof(struct sockaddr_storage);
-        return fut__sys_accept(fd, op->addr, op->alen);
-    default:
-        return FUT_EINVAL;
-    }
-}
-
 /* ------------------------------------------------------------- spill */
 
 int fut__io_spill_fd(struct fut__io *io, int fd)
@@ -583,7 +528,8 @@ size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek)
 /* What a completion backend left when it let the fd go (detach): the
  * result of a write in flight, for the next write; the spilled bytes, for
  * the reads that take bytes from a stream. */
-static int take_spill(struct fut__io *io, const struct fut__op *op, long *res)
+int fut__io_take_spill(struct fut__io *io, const struct fut__op *op,
+                       long *res)
 {
     int fd;
     if (io->wr_kept_set && fut__op_dir(op) == FUT__DIR_WRITE) {
@@ -610,63 +556,15 @@ static int take_spill(struct fut__io *io, const struct fut__op *op, long *res)
 
 /* ------------------------------------------------------- the I/O step */
 
-/* fut__io_do's loop with 'call' making the operation: inlined into each
- * caller, so epoll's path calls op_syscall directly. */
-static inline __attribute__((always_inline)) int
-io_do(struct fut__io *io, const struct fut__op *op, struct fut_context *cx,
-      long *res, fut__io_call_fn call)
-{
-    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
-        take_spill(io, op, res))
-        return FUT_READY;
-    unsigned dir = fut__op_dir(op);
-    size_t want = op->want;
-    for (;;) {
-        uint32_t tick;
-        int r = io_ready(io, dir, cx, &tick);
-        if (r < 0) {
-            *res = r;
-            return FUT_READY;
-        }
-        if (r == 0)
-            return FUT_PENDING;
-        if (!fut_coop_proceed(cx))
-            return FUT_PENDING;
-        fut__sys_shortened = 0;
-        long n = call(io, op);
-        if (n == -EINTR)
-            continue;
-        if (n == -EAGAIN || n == -EWOULDBLOCK) {
-            fut__io_clear(io,
-                          dir == FUT__DIR_READ ? FUT__RD_READ : FUT__RD_WRITE,
-                          tick);
-            continue;
-        }
-        /* A short transfer on a stream socket or pipe means the kernel
-         * buffer was drained (read) or filled (write) when the call ran:
-         * clear readiness now and save the EAGAIN syscall the next
-         * operation would make (Tokio does the same). Edge-triggered
-         * epoll reports anything arriving after the call. */
-        if (n > 0 && (size_t)n < want &&
-            (io->kind == FUT__IO_STREAM || io->kind == FUT__IO_PIPE) &&
-            !fut__sys_shortened)
-            fut__io_clear(io,
-                          dir == FUT__DIR_READ ? FUT__RD_READ : FUT__RD_WRITE,
-                          tick);
-        *res = n;
-        return FUT_READY;
-    }
-}
-
 int fut__io_do(struct fut__backend *b, struct fut__io *io,
                const struct fut__op *op, struct fut_context *cx, long *res)
 {
     (void)b;
-    return io_do(io, op, cx, res, op_syscall);
+    return fut__io_step(io, op, cx, res, fut__io_syscall);
 }
 
 int fut__io_do_with(struct fut__io *io, const struct fut__op *op,
                     struct fut_context *cx, long *res, fut__io_call_fn call)
 {
-    return io_do(io, op, cx, res, call);
+    return fut__io_step(io, op, cx, res, call);
 }

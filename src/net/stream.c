@@ -46,16 +46,27 @@ static int read_poll(struct fut_future *fb, struct fut_context *cx)
         f->result = 0;
         return FUT_READY;
     }
-    /* A datagram may be shorter than the buffer without draining the
-     * socket, and a peek drains nothing: no short-transfer rule. */
-    struct fut__op op = {
-        .kind = f->op == OP_READ ? FUT__OP_READ : FUT__OP_RECV,
-        .flags = f->op == OP_PEEK ? f->flags | MSG_PEEK : f->flags,
-        .buf = f->buf,
-        .len = f->len};
-    op.want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
     long res;
-    int step = fut__io_submit(io, &op, cx, &res);
+    int step;
+    if (FUT_LIKELY(f->op == OP_READ)) {
+        /* The common read, its op's kind known here: fut__io_submit_inline
+         * folds its syscall switch. A datagram may be shorter than the
+         * buffer without draining the socket: no short-transfer rule. */
+        struct fut__op op = {.kind = FUT__OP_READ,
+                             .buf = f->buf,
+                             .len = f->len,
+                             .want = io->kind == FUT__IO_DGRAM ? 0 : f->len};
+        step = fut__io_submit_inline(io, &op, cx, &res);
+    } else {
+        /* A peek drains nothing: no short-transfer rule either. */
+        struct fut__op op = {.kind = FUT__OP_RECV,
+                             .flags = f->op == OP_PEEK ? f->flags | MSG_PEEK
+                                                       : f->flags,
+                             .buf = f->buf,
+                             .len = f->len};
+        op.want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
+        step = fut__io_submit(io, &op, cx, &res);
+    }
     return finish(step, &f->waiting, &f->result, res) ? FUT_READY
                                                       : FUT_PENDING;
 }
@@ -239,12 +250,23 @@ static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
     while (f->done < f->len) {
         long res;
         size_t left = f->len - f->done;
-        struct fut__op op = {.kind =
-                                 is_socket(io) ? FUT__OP_SEND : FUT__OP_WRITE,
-                             .buf = (char *)f->buf + f->done,
-                             .len = left,
-                             .want = left};
-        if (fut__io_submit(io, &op, cx, &res) == FUT_PENDING) {
+        int step;
+        /* Each kind known where its op is built: fut__io_submit_inline
+         * folds its syscall switch. */
+        if (FUT_LIKELY(is_socket(io))) {
+            struct fut__op op = {.kind = FUT__OP_SEND,
+                                 .buf = (char *)f->buf + f->done,
+                                 .len = left,
+                                 .want = left};
+            step = fut__io_submit_inline(io, &op, cx, &res);
+        } else {
+            struct fut__op op = {.kind = FUT__OP_WRITE,
+                                 .buf = (char *)f->buf + f->done,
+                                 .len = left,
+                                 .want = left};
+            step = fut__io_submit(io, &op, cx, &res);
+        }
+        if (step == FUT_PENDING) {
             f->waiting = 1;
             return FUT_PENDING;
         }
