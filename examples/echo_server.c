@@ -253,10 +253,6 @@ static int conn_read(struct conn *c, struct fut_context *cx)
     return FUT_PENDING;
 }
 
-/* conn_poll's resume point at the read (FUT_AWAIT's are line numbers,
- * all above 1). */
-#define CONN_READING 1
-
 static int conn_poll(struct fut_future *f, struct fut_context *cx)
 {
     struct conn *c = (struct conn *)f;
@@ -267,17 +263,9 @@ static int conn_poll(struct fut_future *f, struct fut_context *cx)
     for (;;) {
         c->last_read = fut_time_now();
         fut_io_read_init(&c->rd, c->io, c->buf, sizeof c->buf);
-        /* FUT_AWAIT's shape, with conn_read in place of the poll: the
-         * read is the child a task dump shows and a drop drops. */
-        f->awaiting = &c->rd.base;
-        f->resume = CONN_READING;
-        FUT__FALLTHROUGH;
-    case CONN_READING:
-        r = conn_read(c, cx);
-        if (r == FUT_PENDING)
-            return FUT_PENDING;
-        fut_drop(&c->rd.base);
-        f->awaiting = NULL;
+        /* The read is the child awaited (a task dump shows it, a drop
+         * drops it); conn_read polls it under the token and deadline. */
+        FUT_AWAIT_STEP(f, &c->rd, r, conn_read(c, cx));
         if (r < 0 || c->rd.result <= 0)
             break; /* shutting down, idle, EOF or error */
         fut_io_write_all_init(&c->wr, c->io, c->buf, (size_t)c->rd.result);

@@ -403,6 +403,29 @@ static inline int fut_is_ready(const struct fut_future *f)
         (fp)->awaiting = 0;                                                  \
     } while (0)
 
+/** Awaits 'child' as FUT_AWAIT does, but each poll evaluates 'step' (an
+ * expression that polls the child itself, and may look at other things
+ * first or when it waits) in place of fut_poll(child): while 'step' is
+ * FUT_PENDING the enclosing poll returns FUT_PENDING; any other value is
+ * stored in 'r' (an int lvalue; a C local is fine, as it is read before
+ * the next await), the child is dropped and the body continues. The
+ * child is what a task dump shows and what dropping the function drops.
+ * Use it to check a token or a deadline around one child without a
+ * future wrapped around it per await (examples/echo_server.c, conn_read):
+ *   FUT_AWAIT_STEP(f, &c->rd, r, conn_read(c, cx));
+ *   if (r < 0) ... // conn_read's own result: cancelled, timed out */
+#define FUT_AWAIT_STEP(fp, child, r, step)                                   \
+    do {                                                                     \
+        (fp)->awaiting = FUT_AS_FUTURE(child);                               \
+        (fp)->resume = __LINE__;                                             \
+        FUT__FALLTHROUGH;                                                    \
+    case __LINE__:                                                           \
+        if (((r) = (step)) == FUT_PENDING)                                   \
+            return FUT_PENDING;                                              \
+        fut_drop((fp)->awaiting);                                            \
+        (fp)->awaiting = 0;                                                  \
+    } while (0)
+
 /** Returns FUT_PENDING once, having woken the task: the runtime polls its
  * other ready tasks first (tokio::task::yield_now). */
 #define FUT_YIELD(fp)                                                        \
