@@ -195,6 +195,9 @@ struct mt_worker {
      * pop_sleeper). Written by the owner, read by poppers (relaxed:
      * a hint). */
     fut__aword in_run;
+    /* Its ST_POLLS at the monitor's last tick (the monitor's alone:
+     * monitor.c check_rings). */
+    uintptr_t mon_polls;
     /* A task given to it as it is woken: stored by the popper under
      * sleep_lock (idle.c handoff), taken by the owner (worker.c). */
     fut__aword handoff;
