@@ -217,6 +217,9 @@ extern fut__aword fut__uring_accept_arms;
  * above), the fixed-file slots in use and the provided buffers registered,
  * over every ring of the process (relaxed; tests and benchmarks). */
 extern fut__aword fut__uring_fixed_ops;
+/* Waits a worker did on a peer's ring stuck outside its wait (rescues:
+ * backend_uring.c's rules "Rescue"). */
+extern fut__aword fut__uring_rescues;
 extern fut__aword fut__uring_files_used;
 extern fut__aword fut__uring_bufs;
 /* Sets fut__uring_faults from FUT_URING_FAULTS (uring_faults.c says the

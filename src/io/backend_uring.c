@@ -6,6 +6,8 @@
  * DEFER_TASKRUN | TASKRUN_FLAG | R_DISABLED (COOP_TASKRUN | TASKRUN_FLAG
  * where the kernel has no DEFER_TASKRUN), enabled by the first thread that
  * submits or waits; its fd is registered (no fget per io_uring_enter).
+ * The rings of a multi-thread runtime are set up again with COOP_TASKRUN |
+ * TASKRUN_FLAG (fut__uring_share; see "Rescue" below).
  * Submissions are batched: an op only fills an SQE; wait() sends them all
  * and waits in one io_uring_enter, with the next timer's deadline as its
  * timeout. A full SQ is submitted at once (the only other enter).
@@ -77,9 +79,41 @@
  *   - the worker retires its ring at shutdown, once every worker stopped
  *     polling (rt/multi/shutdown.c): the fds' state is detached, bytes
  *     nobody read kept in their spill, the ring cancelled and freed.
+ *
+ * Rescue (rings of a multi-thread runtime, 'rescue' set): a worker stuck
+ * in one long poll must not hold its ring's fds. So "the owner" above
+ * means "whoever holds the ring's lock ('rlock'; ur_mine)":
+ *   - the rings are set up without SINGLE_ISSUER | DEFER_TASKRUN: any
+ *     thread may enter them, and the kernel posts completions to the CQ
+ *     from the submitter's task work, which a spinning thread runs at its
+ *     next return from an interrupt (COOP_TASKRUN). The ring fd is not
+ *     registered (a registered ring fd is the registering thread's);
+ *   - the owner takes its lock in each backend entry with a trylock
+ *     (ur_enter; the outermost entry only). Without it the owner is as
+ *     any other thread: its ops and cancels go through its own inbox.
+ *     Never a blocking lock there: watch runs under the reactor's lock,
+ *     which a rescuer holding the ring's lock may take (a dispatch);
+ *   - the owner's wait holds the lock throughout, a blocking acquire
+ *     (it holds no fd's or reactor's lock), and counts 'turns' and sets
+ *     'waiting' (hints, relaxed) for the rescuers;
+ *   - a worker, at each of its own waits and holding no ring's lock,
+ *     looks at its peers (rescue_peers): a peer not 'waiting' whose
+ *     'turns' did not move for RESCUE_NS has its lock tried and its
+ *     wait(0) done for it (inbox, submit, reap). What the CQEs wake is
+ *     queued on the rescuer's worker; the ops it frees go to the
+ *     rescuer's pools (pools are per thread). Lock order: a ring's lock,
+ *     then an fd's, then (released the fd's) the reactor's;
+ *   - while a peer is outside its wait, a worker sleeps at most
+ *     RESCUE_NS; one that went to sleep while every peer waited is woken
+ *     by the monitor when it sees a worker stuck in a poll
+ *     (rt/multi/monitor.c check_rings);
+ *   - the ring's retire runs under its lock and marks it 'dead' there;
+ *     a rescuer checks 'dead' under the lock.
+ * The current-thread runtime's ring has no lock and no rescue.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -138,9 +172,9 @@ static int native(const struct fut__io *io, const struct fut__op *op)
     }
 }
 
-static int uring_op(struct fut__backend *b, struct fut__io *io,
-                    const struct fut__op *op, struct fut_context *cx,
-                    long *res)
+static int uring_op_in(struct fut__backend *b, struct fut__io *io,
+                       const struct fut__op *op, struct fut_context *cx,
+                       long *res)
 {
     check_thread(b);
     if (!native(io, op))
@@ -205,8 +239,8 @@ static void drop_poll(struct fut__backend *b, struct fut__io *io,
 /* The future of the op in 'dir' was dropped while PENDING. Reads and
  * accepts stay in flight for the next one (adopted); a write is
  * cancelled, its op orphaned (retired on its CQE). */
-static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
-                          unsigned dir)
+static void uring_op_drop_in(struct fut__backend *b, struct fut__io *io,
+                             unsigned dir)
 {
     check_thread(b);
     struct ufd *f = ufd_load(io);
@@ -241,7 +275,7 @@ static void arm_poll(struct fut__backend *b, struct fut__io *io,
 }
 
 /* Under io's lock (the reactor's io_watch). */
-static int uring_watch(struct fut__backend *b, struct fut__io *io)
+static int uring_watch_in(struct fut__backend *b, struct fut__io *io)
 {
     check_thread(b);
     struct ufd *f = fut__ur_ufd_get(home_for(b), io);
@@ -304,7 +338,7 @@ static void on_poll(struct fut__backend *b, struct uop *u, long res, int more,
  * caller (returns 0), or on another thread's ring by its owner once the
  * SQEs naming the fd number went out (returns 1: a later open could reuse
  * the number). */
-static int uring_unwatch(struct fut__backend *b, struct fut__io *io)
+static int uring_unwatch_in(struct fut__backend *b, struct fut__io *io)
 {
     check_thread(b);
     struct ufd *f = ufd_load(io);
@@ -353,7 +387,7 @@ static int busy(const struct ufd *f)
 static void detach_drain(struct fut__backend *b, struct fut__io *io,
                          struct ufd *f)
 {
-    uring_unwatch(b, io);
+    uring_unwatch_in(b, io);
     if (f->poll) { /* cancelled: its CQE need not be waited for */
         f->poll->io = NULL;
         f->poll = NULL;
@@ -427,8 +461,8 @@ static void forget_here(struct fut__backend *b, struct fut__io *io,
 
 /* Returns 1 when the owner frees 'io' (a shared ring: the inbox's
  * FORGET runs after the requests the closer posted), else 0. */
-static int uring_forget(struct fut__backend *b, struct fut__io *io,
-                        int detach)
+static int uring_forget_in(struct fut__backend *b, struct fut__io *io,
+                           int detach)
 {
     (void)b;
     struct ufd *f = ufd_load(io);
@@ -653,8 +687,8 @@ static void drain(struct fut__backend *b)
     }
 }
 
-static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
-                      uint32_t tick, int *woken)
+static int uring_wait_in(struct fut__backend *b, int64_t timeout_ns,
+                         uint32_t tick, int *woken)
 {
     check_thread(b);
     if (!b->wake_armed)
@@ -770,13 +804,49 @@ static void uring_destroy(struct fut__backend *b)
     fut__ur_pools_free(b);
     if (b->shared)
         fut__mutex_destroy(&b->ilock);
+    if (b->seen)
+        fut__free(b->seen, 2 * sizeof(uintptr_t) * (size_t)b->nset);
     fut__free(b, sizeof *b);
 }
 
 /* ------------------------------------------------- rings of a set */
 
+/* A ring of a set, set up again without SINGLE_ISSUER | DEFER_TASKRUN
+ * (nothing was issued on it yet): 0, or it keeps the ring it had. */
+static int ring_redo(struct fut__backend *b)
+{
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
+              IORING_SETUP_CQSIZE;
+    p.cq_entries = CQ_ENTRIES;
+    struct io_uring nr;
+    if (io_uring_queue_init_params(SQ_ENTRIES, &nr, &p) < 0)
+        return -1;
+    io_uring_queue_exit(&b->ring);
+    fut__ur_bufs_free(b);
+    b->ring = nr;
+    b->enabled = 1; /* no R_DISABLED: any thread may enter it */
+    if (fut__ur_setup_bufs(b) < 0) {
+        /* Its provided buffers and file table could not be made again
+         * (no memory, at runtime creation): nothing can run on it. */
+        fputs("fut: io_uring: no memory to set up a worker's ring again\n",
+              stderr);
+        abort();
+    }
+    return 0;
+}
+
 void fut__uring_share(struct fut__backend **rings, int n)
 {
+    /* Rescuable only when every ring of the set is (a peer must be able
+     * to enter each one) and each has its look-out memory. */
+    int rescue = n > 1;
+    for (int i = 0; i < n && rescue; i++) {
+        rings[i]->seen = fut__alloc(2 * sizeof(uintptr_t) * (size_t)n);
+        if (!rings[i]->seen || ring_redo(rings[i]) < 0)
+            rescue = 0;
+    }
     for (int i = 0; i < n; i++) {
         struct fut__backend *b = rings[i];
         fut__mutex_init(&b->ilock);
@@ -785,13 +855,28 @@ void fut__uring_share(struct fut__backend **rings, int n)
         b->index = i;
         fut__aword_init(&b->parked, 0);
         fut__aword_init(&b->ipending, 0);
+        fut__mutex_init(&b->rlock);
+        fut__aword_init(&b->turns, 0);
+        fut__aword_init(&b->waiting, 0);
+        b->rescue = rescue;
+        b->set = rings;
+        b->nset = n;
+        if (b->seen)
+            memset(b->seen, 0, 2 * sizeof(uintptr_t) * (size_t)n);
     }
 }
 
 int fut__uring_ready(struct fut__backend *b)
 {
-    return fut__load(&b->ipending, FUT__RELAXED) ||
-           io_uring_cq_ready(&b->ring) > 0 ||
+    if (fut__load(&b->ipending, FUT__RELAXED))
+        return 1;
+    /* A rescuer may advance the head (under the ring's lock): an atomic
+     * read (acquire: pairs with liburing's release store of it). */
+    unsigned head = b->rescue
+                        ? __atomic_load_n(b->ring.cq.khead, __ATOMIC_ACQUIRE)
+                        : *b->ring.cq.khead;
+    unsigned tail = __atomic_load_n(b->ring.cq.ktail, __ATOMIC_ACQUIRE);
+    return tail != head ||
            (IO_URING_READ_ONCE(*b->ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
 
@@ -817,12 +902,158 @@ static void retire_list(struct fut__backend *b, struct fut__io *io,
 void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
                        struct fut__io *released)
 {
+    /* Under the ring's lock: a worker still parked may look at it for a
+     * rescue until 'dead' (ring_teardown) tells it not to. */
+    if (b->rescue) {
+        fut__mutex_lock(&b->rlock);
+        fut__ur_held = b;
+    }
     drain(b);
     retire_list(b, ios, 1);
     retire_list(b, released, 0);
     ring_teardown(b); /* the struct goes with the driver (destroy) */
     fut__ur_count_flush(b);
+    if (b->rescue) {
+        fut__ur_held = NULL;
+        fut__mutex_unlock(&b->rlock);
+    }
     fut__ur_here = NULL;
+}
+
+/* ----------------------------------------------------------- rescue */
+
+fut__aword fut__uring_rescues;
+
+_Thread_local struct fut__backend *fut__ur_held;
+_Thread_local int fut__ur_depth;
+
+#define RESCUE_NS 1000000 /* a peer's ring unserved this long is served */
+
+/* Serves the rings of peers stuck outside their waits (the rules
+ * "Rescue"): a look per peer; one whose 'turns' did not move since a
+ * look at least RESCUE_NS ago, and that is not in a wait, has its ring's
+ * lock tried, then its inbox run, its SQEs sent and its CQEs reaped here
+ * (the tasks they wake run on this worker). Returns the fd events
+ * delivered. On worker 'b''s thread, holding no ring's lock. */
+static int rescue_peers(struct fut__backend *b)
+{
+    int n = 0;
+    int64_t now = 0;
+    uintptr_t *seen = b->seen, *since = b->seen + b->nset;
+    for (int i = 0; i < b->nset; i++) {
+        struct fut__backend *p = b->set[i];
+        if (p == b)
+            continue;
+        /* Relaxed: hints; the lock orders what the rescue touches. */
+        if (fut__load(&p->waiting, FUT__RELAXED))
+            continue; /* it serves its ring itself */
+        uintptr_t t = fut__load(&p->turns, FUT__RELAXED);
+        if (!now)
+            now = fut_now_ns();
+        if (t != seen[i]) { /* it moved: stuck, if at all, from now */
+            seen[i] = t;
+            since[i] = (uintptr_t)now;
+            continue;
+        }
+        if (now - (int64_t)since[i] < RESCUE_NS || !ur_trylock(&p->rlock))
+            continue;
+        since[i] = (uintptr_t)now; /* the next rescue a period later */
+        if (!p->dead) {
+            int woken = 0;
+            fut__ur_held = p;
+            n += uring_wait_in(p, 0, 0, &woken);
+            fut__ur_held = NULL;
+            fut__fetch_add(&fut__uring_rescues, 1, FUT__RELAXED);
+        }
+        fut__mutex_unlock(&p->rlock);
+    }
+    return n;
+}
+
+/* Whether a peer of 'b' is outside its wait (it may get stuck there). */
+static int peer_awake(const struct fut__backend *b)
+{
+    for (int i = 0; i < b->nset; i++)
+        if (b->set[i] != b && !fut__load(&b->set[i]->waiting, FUT__RELAXED))
+            return 1;
+    return 0;
+}
+
+/* The entries: on a rescuable ring each takes its caller's ring lock
+ * (ur_enter; backend_uring.c's rules "Rescue"). */
+static int uring_op(struct fut__backend *b, struct fut__io *io,
+                    const struct fut__op *op, struct fut_context *cx,
+                    long *res)
+{
+    int took = ur_enter();
+    int r = uring_op_in(b, io, op, cx, res);
+    ur_leave(took);
+    return r;
+}
+
+static void uring_op_drop(struct fut__backend *b, struct fut__io *io,
+                          unsigned dir)
+{
+    int took = ur_enter();
+    uring_op_drop_in(b, io, dir);
+    ur_leave(took);
+}
+
+static int uring_watch(struct fut__backend *b, struct fut__io *io)
+{
+    int took = ur_enter();
+    int r = uring_watch_in(b, io);
+    ur_leave(took);
+    return r;
+}
+
+static int uring_unwatch(struct fut__backend *b, struct fut__io *io)
+{
+    int took = ur_enter();
+    int r = uring_unwatch_in(b, io);
+    ur_leave(took);
+    return r;
+}
+
+static int uring_forget(struct fut__backend *b, struct fut__io *io,
+                        int detach)
+{
+    int took = ur_enter();
+    int r = uring_forget_in(b, io, detach);
+    ur_leave(took);
+    return r;
+}
+
+/* The owner's wait holds its ring's lock throughout (it may block for
+ * it: a rescue is short, and nothing here holds a lock a rescuer takes).
+ * Before it, a look at the peers: what a rescue woke runs first (no
+ * sleep), and while a peer is awake the sleep is at most RESCUE_NS. */
+static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
+                      uint32_t tick, int *woken)
+{
+    if (!b->rescue || fut__ur_held == b)
+        return uring_wait_in(b, timeout_ns, tick, woken);
+    int n = 0;
+    if (fut__ur_here == b && !fut__ur_held && !fut__ur_depth && !b->dead) {
+        n = rescue_peers(b);
+        if (n > 0)
+            timeout_ns = 0;
+        else if (timeout_ns != 0 &&
+                 (timeout_ns < 0 || timeout_ns > RESCUE_NS) && peer_awake(b))
+            timeout_ns = RESCUE_NS;
+    }
+    struct fut__backend *prev = fut__ur_held;
+    fut__mutex_lock(&b->rlock);
+    fut__ur_held = b;
+    /* Relaxed: hints for the rescuers' looks (the lock orders the rest). */
+    fut__store(&b->waiting, 1, FUT__RELAXED);
+    fut__store(&b->turns, fut__load(&b->turns, FUT__RELAXED) + 1,
+               FUT__RELAXED);
+    n += uring_wait_in(b, timeout_ns, tick, woken);
+    fut__store(&b->waiting, 0, FUT__RELAXED);
+    fut__ur_held = prev;
+    fut__mutex_unlock(&b->rlock);
+    return n;
 }
 
 const struct fut__backend_vt fut__backend_uring = {

@@ -8,8 +8,10 @@
  *   backend_uring.c   the table, watch, the CQE dispatch, wait, the
  *                     inbox's requests and the ring's life (its head
  *                     comment has the rules, threads included).
- * A ring is touched only by its owner thread; what another thread needs
- * from it goes through its inbox (backend_uring.c's rules).
+ * A ring is touched only by its owner thread - on a multi-thread
+ * runtime, by the thread holding its lock (its worker, or a peer that
+ * rescues it); what another thread needs from it goes through its inbox
+ * (backend_uring.c's rules, "Threads" and "Rescue").
  */
 #ifndef FUT_IO_URING_INTERNAL_H
 #define FUT_IO_URING_INTERNAL_H
@@ -213,16 +215,66 @@ struct fut__backend {
      * (seq_cst both): one of them sees the other, so a post to a ring
      * that sleeps writes its wake fd. */
     fut__aword parked, ipending;
+    /* --- rescuable rings (a multi-thread runtime's: backend_uring.c's
+     * rules "Rescue") --- */
+    int rescue;         /* set up without SINGLE_ISSUER | DEFER_TASKRUN */
+    fut__mutex rlock;   /* held by whoever touches the ring (ur_mine) */
+    fut__aword turns;   /* waits its owner began (the owner's RMW) */
+    fut__aword waiting; /* 1 while its owner is inside a wait */
+    struct fut__backend **set; /* the set's rings (driver.c's array) */
+    int nset;
+    uintptr_t *seen; /* per peer: its 'turns' at this ring's last look */
 };
 
 /* The ring the calling thread owns (a worker of a multi-thread runtime
  * on io_uring), or NULL. */
 extern _Thread_local struct fut__backend *fut__ur_here;
+/* The ring whose lock ('rlock') the calling thread holds (rescuable
+ * rings: backend_uring.c's rules), or NULL; and how deep it is in the
+ * backend's entries (only the outermost takes the lock). */
+extern _Thread_local struct fut__backend *fut__ur_held;
+extern _Thread_local int fut__ur_depth;
 
-/* Whether the calling thread may touch 'b' itself. */
+/* Whether the calling thread may touch 'b' itself: a lone ring's thread;
+ * on a rescuable ring whoever holds its lock (its owner, or a rescuer);
+ * on a shared ring that is not (set up with SINGLE_ISSUER), its owner. */
 static inline int ur_mine(const struct fut__backend *b)
 {
-    return !b->shared || fut__ur_here == b;
+    if (!b->shared)
+        return 1;
+    return b->rescue ? fut__ur_held == b : fut__ur_here == b;
+}
+
+/* One CAS: 1 when the calling thread now holds 'l' (util/lock.h's word:
+ * 0 free, 1 held). Acquire: pairs with the holder's release. */
+static inline int ur_trylock(fut__mutex *l)
+{
+    uintptr_t z = 0;
+    return fut__cas(&l->w, &z, 1, FUT__ACQUIRE, FUT__RELAXED);
+}
+
+/* A backend entry on a worker (fut__ur_here) whose ring is rescuable:
+ * the outermost entry tries its ring's lock once. Returns 1 when it took
+ * it (pass to ur_leave); without it the ring is the caller's as any
+ * other thread's: what it needs goes through the inbox. Never blocks:
+ * the entries run under the reactor's lock (watch), which a rescuer
+ * holding the ring lock may wait for (a readiness dispatch). */
+static inline int ur_enter(void)
+{
+    struct fut__backend *h = fut__ur_here;
+    if (fut__ur_depth++ || !h || !h->rescue || !ur_trylock(&h->rlock))
+        return 0;
+    fut__ur_held = h;
+    return 1;
+}
+
+static inline void ur_leave(int took)
+{
+    fut__ur_depth--;
+    if (took) {
+        fut__ur_held = NULL;
+        fut__mutex_unlock(&fut__ur_here->rlock);
+    }
 }
 
 /* f's lock, on a shared ring only. */

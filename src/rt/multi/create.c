@@ -46,6 +46,7 @@ static int worker_init(struct mt_sched *m, struct mt_worker *w, int i)
     fut__lifo_init(&w->lifo);
     fut__aword_init(&w->pstate, P_EMPTY);
     fut__aword_init(&w->sleeping, 0);
+    fut__aword_init(&w->in_run, 0);
     fut__aword_init(&w->handoff, 0);
     fut__aword_init(&w->unlinks, 0);
     fut__aword_init(&w->rl, 0);

@@ -11,17 +11,28 @@
 #define WATCH_MIN_NS (1000 * 1000)
 #define WATCH_MAX_NS (8 * 1000 * 1000)
 
-/* Pops a sleeper, preferring one on a futex (one FUTEX_WAKE) to the one
- * in the driver (an eventfd write and an epoll return). sleep_lock. */
+/* Pops a sleeper, preferring one on a futex (one FUTEX_WAKE) or in its
+ * park spin (no syscall) to the one in the driver (an eventfd write and an
+ * epoll return), and any of them to one that runs tasks its own park woke
+ * ('in_run', worker.c run_parked): that worker stays in 'sleepers' while
+ * it runs them, and popping it wakes nobody - worse, it is then counted
+ * as searching until that poll returns, so every notify_parked meanwhile
+ * (the monitor's too) wakes nobody: a task spinning in that poll stalled
+ * the driver (rt_multi_stall.timers, 98 ms late once in TSan-release).
+ * Relaxed loads: hints (a wrong pick costs a wake, as before). sleep_lock. */
 static struct mt_worker *pop_sleeper(struct mt_sched *m)
 {
-    int pick = m->nsleepers - 1;
-    for (int i = m->nsleepers - 1; i >= 0; i--)
-        if (fut__load(&m->w[m->sleepers[i]].pstate, FUT__RELAXED) !=
-            P_DRIVER) {
+    int pick = -1, rank = -1;
+    for (int i = m->nsleepers - 1; i >= 0 && rank < 2; i--) {
+        struct mt_worker *v = &m->w[m->sleepers[i]];
+        int r = fut__load(&v->in_run, FUT__RELAXED)               ? 0
+                : fut__load(&v->pstate, FUT__RELAXED) == P_DRIVER ? 1
+                                                                  : 2;
+        if (r > rank) {
+            rank = r;
             pick = i;
-            break;
         }
+    }
     struct mt_worker *v = &m->w[m->sleepers[pick]];
     m->sleepers[pick] = m->sleepers[--m->nsleepers];
     return v;

@@ -3,8 +3,9 @@
  * runtime with a driver and two workers or more, that keeps I/O and
  * timers served while a worker runs one long poll. With per-worker rings
  * (io_uring) it keeps the timers served - whichever worker parks with the
- * driver's trylock drives them - but not the busy worker's ring, whose
- * completions only that worker can reap (docs/io.md, "What a busy task
+ * driver's trylock drives them - and wakes a sleeping worker when one is
+ * stuck in a poll (check_rings), which then rescues the stuck worker's
+ * ring (src/io/backend_uring.c, "Rescue"; docs/io.md, "What a busy task
  * can delay").
  *
  * Why: a worker that returns from the driver runs what it woke itself,
@@ -100,6 +101,35 @@ static void check_driver(struct mt_sched *m, uintptr_t *last)
     }
 }
 
+/* Per-worker rings (io_uring): a worker awake inside one poll that has
+ * not moved since the last tick is stuck, and its ring is served only by
+ * a peer's rescue (backend_uring.c's rules "Rescue"), which a peer does
+ * in its own ring waits - but one that went to sleep while every ring
+ * was served sleeps without a bound. Such a tick wakes a sleeper
+ * (notify_parked): awake, it caps its sleeps while a peer is outside its
+ * wait, and rescues the stuck ring within about RESCUE_NS. */
+static void check_rings(struct mt_sched *m)
+{
+    int stuck = 0, asleep = 0;
+    for (int i = 0; i < m->n; i++) {
+        struct mt_worker *w = &m->w[i];
+        uintptr_t p = fut__load(&w->pstate, FUT__RELAXED);
+        /* Relaxed: hints (a wrong guess costs a wake, or a tick). */
+        uintptr_t polls = fut__load(&w->st[ST_POLLS], FUT__RELAXED);
+        uintptr_t done = fut__load(&w->st[ST_POLLS_DONE], FUT__RELAXED);
+        if (p == P_EMPTY && polls == w->mon_polls && polls != done)
+            stuck = 1;
+        else if (p == P_DRIVER || p == P_FUTEX)
+            asleep = 1;
+        w->mon_polls = polls;
+    }
+    if (stuck && asleep) {
+        fut__store(&m->mon_wakes, fut__load(&m->mon_wakes, FUT__RELAXED) + 1,
+                   FUT__RELAXED);
+        notify_parked(m);
+    }
+}
+
 static void *monitor_main(void *arg)
 {
     struct mt_sched *m = arg;
@@ -119,6 +149,8 @@ static void *monitor_main(void *arg)
         }
         asleep = 0;
         check_driver(m, &last);
+        if (m->base.driver->rings)
+            check_rings(m);
         if (m->base.watch) /* the long-poll watchdog's scan (hosted) */
             fut__watch_hosted_scan(m->base.watch);
     }

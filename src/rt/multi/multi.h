@@ -190,6 +190,14 @@ struct mt_worker {
      * popper (idle.c) or the owner (unpark_self), all under sleep_lock;
      * read without it (acquire) by the owner (worker.c). */
     fut__aword sleeping;
+    /* 1 while the owner runs tasks its own park woke, still in
+     * 'sleepers' (worker.c run_parked): a popper passes it over (idle.c
+     * pop_sleeper). Written by the owner, read by poppers (relaxed:
+     * a hint). */
+    fut__aword in_run;
+    /* Its ST_POLLS at the monitor's last tick (the monitor's alone:
+     * monitor.c check_rings). */
+    uintptr_t mon_polls;
     /* A task given to it as it is woken: stored by the popper under
      * sleep_lock (idle.c handoff), taken by the owner (worker.c). */
     fut__aword handoff;

@@ -186,7 +186,10 @@ static int run_parked(struct mt_worker *w)
         if (!t)
             return ran;
         ran = 1;
+        /* Relaxed: a hint for poppers (idle.c pop_sleeper). */
+        fut__store(&w->in_run, 1, FUT__RELAXED);
         run_tick(w, t);
+        fut__store(&w->in_run, 0, FUT__RELAXED);
     }
 }
 
