@@ -168,8 +168,10 @@ int fut__uring_probe(const char **why);
 void fut__uring_probe_forget(void);
 
 /* A multi-thread runtime's rings (driver.c): links 'n' rings made by
- * create into one set, ring i being worker i's (locks, inboxes). */
-void fut__uring_share(struct fut__backend **rings, int n);
+ * create into one set, ring i being worker i's (locks, inboxes), set up
+ * again for the rescue (backend_uring.c). 0, or FUT_ENOMEM: the caller
+ * destroys the rings. */
+int fut__uring_share(struct fut__backend **rings, int n);
 /* Whether 'b' has something for its owner now: CQEs, completions the
  * kernel holds for its next enter, requests in its inbox (a hint; the
  * owner's thread). */

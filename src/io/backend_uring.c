@@ -113,7 +113,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -812,7 +811,11 @@ static void uring_destroy(struct fut__backend *b)
 /* ------------------------------------------------- rings of a set */
 
 /* A ring of a set, set up again without SINGLE_ISSUER | DEFER_TASKRUN
- * (nothing was issued on it yet): 0, or it keeps the ring it had. */
+ * (nothing was issued on it yet): 0; 1 when the kernel refuses the new
+ * ring (it keeps the one it had, and the set is not rescuable); or
+ * FUT_ENOMEM when its provided buffers and file table cannot be made
+ * again (the new ring is kept, without them: the runtime's creation
+ * fails and destroys it). */
 static int ring_redo(struct fut__backend *b)
 {
     struct io_uring_params p;
@@ -822,29 +825,28 @@ static int ring_redo(struct fut__backend *b)
     p.cq_entries = CQ_ENTRIES;
     struct io_uring nr;
     if (io_uring_queue_init_params(SQ_ENTRIES, &nr, &p) < 0)
-        return -1;
+        return 1;
     io_uring_queue_exit(&b->ring);
     fut__ur_bufs_free(b);
     b->ring = nr;
     b->enabled = 1; /* no R_DISABLED: any thread may enter it */
-    if (fut__ur_setup_bufs(b) < 0) {
-        /* Its provided buffers and file table could not be made again
-         * (no memory, at runtime creation): nothing can run on it. */
-        fputs("fut: io_uring: no memory to set up a worker's ring again\n",
-              stderr);
-        abort();
-    }
-    return 0;
+    return fut__ur_setup_bufs(b) < 0 ? FUT_ENOMEM : 0;
 }
 
-void fut__uring_share(struct fut__backend **rings, int n)
+int fut__uring_share(struct fut__backend **rings, int n)
 {
     /* Rescuable only when every ring of the set is (a peer must be able
-     * to enter each one) and each has its look-out memory. */
+     * to enter each one). */
     int rescue = n > 1;
     for (int i = 0; i < n && rescue; i++) {
         rings[i]->seen = fut__alloc(2 * sizeof(uintptr_t) * (size_t)n);
-        if (!rings[i]->seen || ring_redo(rings[i]) < 0)
+        rings[i]->nset = n; /* the size destroy frees 'seen' with */
+        if (!rings[i]->seen)
+            return FUT_ENOMEM; /* the caller destroys the rings */
+        int r = ring_redo(rings[i]);
+        if (r < 0)
+            return r;
+        if (r > 0)
             rescue = 0;
     }
     for (int i = 0; i < n; i++) {
@@ -864,6 +866,7 @@ void fut__uring_share(struct fut__backend **rings, int n)
         if (b->seen)
             memset(b->seen, 0, 2 * sizeof(uintptr_t) * (size_t)n);
     }
+    return 0;
 }
 
 int fut__uring_ready(struct fut__backend *b)

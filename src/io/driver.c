@@ -599,7 +599,7 @@ static int make_rings(struct fut__iodrv *d, int n)
             r = d->bvt->create(&d->rings[i], d->ring_evfd[i]);
     }
     if (r == 0)
-        fut__uring_share(d->rings, n);
+        r = fut__uring_share(d->rings, n);
     if (r < 0) {
         free_rings(d);
         d->nrings = 0;
