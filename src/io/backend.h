@@ -13,7 +13,8 @@
  *                    its result a CQE; what has no SQE here goes through
  *                    a multishot POLL_ADD into the same readiness word;
  *   backend_sim.c    a simulation's network: sockets in memory, segments
- *                    delivered on the virtual clock (fut/sim.h).
+ *                    delivered on the virtual clock (fut/sim.h); its
+ *                    socket calls are simnet_socket.c's.
  *
  * The driver (driver.c) picks one at runtime creation and calls it only
  * through this table; the futures (src/net) call fut__io_submit
