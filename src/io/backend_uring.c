@@ -927,8 +927,6 @@ void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
 
 fut__aword fut__uring_rescues;
 
-_Thread_local struct fut__backend *fut__ur_held;
-_Thread_local int fut__ur_depth;
 
 #define RESCUE_NS 1000000 /* a peer's ring unserved this long is served */
 

@@ -93,6 +93,10 @@ fut__aword fut__uring_fixed_ops;
 fut__aword fut__uring_files_used;
 fut__aword fut__uring_bufs;
 _Thread_local struct fut__backend *fut__ur_here;
+/* The ring whose lock this thread holds, and how deep in the backend's
+ * entries it is (backend_uring.c's rules "Rescue"; ur_enter). */
+_Thread_local struct fut__backend *fut__ur_held;
+_Thread_local int fut__ur_depth;
 
 /* ------------------------------------------------------------- probe */
 
