@@ -876,9 +876,9 @@ int fut__uring_ready(struct fut__backend *b)
     /* A rescuer may advance the head (under the ring's lock): an atomic
      * read (acquire: pairs with liburing's release store of it). */
     unsigned head = b->rescue
-                        ? __atomic_load_n(b->ring.cq.khead, __ATOMIC_ACQUIRE)
+                        ? io_uring_smp_load_acquire(b->ring.cq.khead)
                         : *b->ring.cq.khead;
-    unsigned tail = __atomic_load_n(b->ring.cq.ktail, __ATOMIC_ACQUIRE);
+    unsigned tail = io_uring_smp_load_acquire(b->ring.cq.ktail);
     return tail != head ||
            (IO_URING_READ_ONCE(*b->ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
