@@ -875,9 +875,8 @@ int fut__uring_ready(struct fut__backend *b)
         return 1;
     /* A rescuer may advance the head (under the ring's lock): an atomic
      * read (acquire: pairs with liburing's release store of it). */
-    unsigned head = b->rescue
-                        ? io_uring_smp_load_acquire(b->ring.cq.khead)
-                        : *b->ring.cq.khead;
+    unsigned head = b->rescue ? io_uring_smp_load_acquire(b->ring.cq.khead)
+                              : *b->ring.cq.khead;
     unsigned tail = io_uring_smp_load_acquire(b->ring.cq.ktail);
     return tail != head ||
            (IO_URING_READ_ONCE(*b->ring.sq.kflags) & IORING_SQ_TASKRUN);
@@ -926,7 +925,6 @@ void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
 /* ----------------------------------------------------------- rescue */
 
 fut__aword fut__uring_rescues;
-
 
 #define RESCUE_NS 1000000 /* a peer's ring unserved this long is served */
 
