@@ -691,7 +691,10 @@ static int next_order[3], next_n;
 
 static intptr_t next_kid(void *arg)
 {
-    next_order[next_n++] = (int)(intptr_t)arg;
+    /* On the multi-thread runtime the kids run on either worker at once:
+     * a slot each (relaxed: the joins order the reads after them). */
+    int k = __atomic_fetch_add(&next_n, 1, __ATOMIC_RELAXED);
+    next_order[k] = (int)(intptr_t)arg;
     return 0;
 }
 
@@ -711,7 +714,7 @@ static intptr_t next_driver(void *arg)
         ck_assert_ptr_eq(fut__ct_peek_next(), j[0].task);
     ck_assert_int_eq(fut_fiber_yield(), 0);
     if (!fut_test_rt_is_mt() && !sim) { /* FIFO, all before the yield */
-        ck_assert_int_eq(next_n, 3);
+        ck_assert_int_eq(__atomic_load_n(&next_n, __ATOMIC_RELAXED), 3);
         for (int i = 0; i < 3; i++)
             ck_assert_int_eq(next_order[i], i + 1);
         ck_assert_ptr_null(fut__ct_peek_next());
