@@ -4,10 +4,14 @@
 if(FUT_HAVE_URING)
   # 'probe' runs once: the probe is per process, not per runtime flavour.
   set(uring_cases ownership leaks accept multishot pool faults locality)
+  # 'lifecycle' is the multi-thread runtime's (its rings' rescue): .mt only.
   fut_check_test(io_uring CASES ${uring_cases} probe
-    MT_CASES ${uring_cases} TIMEOUT 180)
+    MT_CASES ${uring_cases} lifecycle TIMEOUT 180)
   target_compile_definitions(test_io_uring PRIVATE FUT_HAVE_URING)
   set(uring_tests io_uring.probe)
+  if(FUT_HAVE_MT)
+    list(APPEND uring_tests io_uring.lifecycle.mt)
+  endif()
   foreach(c ${uring_cases})
     list(APPEND uring_tests io_uring.${c})
     if(FUT_HAVE_MT)

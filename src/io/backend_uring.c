@@ -107,6 +107,11 @@
  *     RESCUE_NS; one that went to sleep while every peer waited is woken
  *     by the monitor when it sees a worker stuck in a poll
  *     (rt/multi/monitor.c check_rings);
+ *   - a rescuer that reaps the owner's wake (the wake fd's CQE: an
+ *     unpark - new work, a shutdown) sets 'wake_rescued' under the
+ *     lock, and the owner's next wait returns at once as woken: the
+ *     wake is the owner's to see (without it the owner slept through a
+ *     shutdown: a TSan run of create/free loops hung at ~900);
  *   - the ring's retire runs under its lock and marks it 'dead' there;
  *     a rescuer checks 'dead' under the lock.
  * The current-thread runtime's ring has no lock and no rescue.
@@ -860,6 +865,7 @@ int fut__uring_share(struct fut__backend **rings, int n)
         fut__mutex_init(&b->rlock);
         fut__aword_init(&b->turns, 0);
         fut__aword_init(&b->waiting, 0);
+        fut__aword_init(&b->wake_rescued, 0);
         b->rescue = rescue;
         b->set = rings;
         b->nset = n;
@@ -871,7 +877,8 @@ int fut__uring_share(struct fut__backend **rings, int n)
 
 int fut__uring_ready(struct fut__backend *b)
 {
-    if (fut__load(&b->ipending, FUT__RELAXED))
+    if (fut__load(&b->ipending, FUT__RELAXED) ||
+        (b->rescue && fut__load(&b->wake_rescued, FUT__RELAXED)))
         return 1;
     /* A rescuer may advance the head (under the ring's lock): an atomic
      * read (acquire: pairs with liburing's release store of it). */
@@ -961,6 +968,11 @@ static int rescue_peers(struct fut__backend *b)
             int woken = 0;
             fut__ur_held = p;
             n += uring_wait_in(p, 0, 0, &woken);
+            /* The owner's wake (an unpark: new work, a shutdown) reaped
+             * here is the owner's to see: its next wait returns at once
+             * (uring_wait), or it would sleep through it. */
+            if (woken)
+                fut__store(&p->wake_rescued, 1, FUT__RELAXED);
             fut__ur_held = NULL;
             fut__fetch_add(&fut__uring_rescues, 1, FUT__RELAXED);
         }
@@ -1048,6 +1060,12 @@ static int uring_wait(struct fut__backend *b, int64_t timeout_ns,
     fut__store(&b->waiting, 1, FUT__RELAXED);
     fut__store(&b->turns, fut__load(&b->turns, FUT__RELAXED) + 1,
                FUT__RELAXED);
+    if (fut__load(&b->wake_rescued, FUT__RELAXED)) {
+        /* A rescuer reaped our wake while we were out (rescue_peers). */
+        fut__store(&b->wake_rescued, 0, FUT__RELAXED);
+        *woken = 1;
+        timeout_ns = 0;
+    }
     n += uring_wait_in(b, timeout_ns, tick, woken);
     fut__store(&b->waiting, 0, FUT__RELAXED);
     fut__ur_held = prev;

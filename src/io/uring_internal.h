@@ -221,6 +221,12 @@ struct fut__backend {
     fut__mutex rlock;   /* held by whoever touches the ring (ur_mine) */
     fut__aword turns;   /* waits its owner began (the owner's RMW) */
     fut__aword waiting; /* 1 while its owner is inside a wait */
+    /* 1 when a rescuer reaped the owner's wake (the wake fd's CQE): the
+     * owner's next wait returns at once as woken. Written under 'rlock'
+     * (the rescuer sets, the owner's wait clears); read without it
+     * (relaxed) by fut__uring_ready, a hint the owner re-checks under
+     * the lock. */
+    fut__aword wake_rescued;
     struct fut__backend **set; /* the set's rings (driver.c's array) */
     int nset;
     uintptr_t *seen; /* per peer: its 'turns' at this ring's last look */
