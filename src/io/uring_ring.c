@@ -891,7 +891,14 @@ static void fix_file(struct fut__backend *b, struct io_uring_sqe *s,
     }
     s->fd = f->fslot - 1;
     s->flags |= IOSQE_FIXED_FILE;
-    b->n_fixed++;
+    /* Counted on the calling thread's ring, as count_op does: a rescuer
+     * fills the SQEs of a peer's ring while that peer's own thread may
+     * flush its counters without the ring's lock (TSan saw the race). */
+    struct fut__backend *h = b->shared ? fut__ur_here : b;
+    if (h)
+        h->n_fixed++;
+    else
+        fut__fetch_add(&fut__uring_fixed_ops, 1, FUT__RELAXED);
 }
 
 void fut__ur_file_release(struct fut__backend *b, struct ufd *f)
