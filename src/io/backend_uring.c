@@ -961,7 +961,8 @@ static int rescue_peers(struct fut__backend *b)
             since[i] = (uintptr_t)now;
             continue;
         }
-        if (now - (int64_t)since[i] < RESCUE_NS || !ur_trylock(&p->rlock))
+        if (now - (int64_t)since[i] < RESCUE_NS ||
+            !fut__mutex_trylock(&p->rlock))
             continue;
         since[i] = (uintptr_t)now; /* the next rescue a period later */
         if (!p->dead) {

@@ -251,14 +251,6 @@ static inline int ur_mine(const struct fut__backend *b)
     return b->rescue ? fut__ur_held == b : fut__ur_here == b;
 }
 
-/* One CAS: 1 when the calling thread now holds 'l' (util/lock.h's word:
- * 0 free, 1 held). Acquire: pairs with the holder's release. */
-static inline int ur_trylock(fut__mutex *l)
-{
-    uintptr_t z = 0;
-    return fut__cas(&l->w, &z, 1, FUT__ACQUIRE, FUT__RELAXED);
-}
-
 /* A backend entry on a worker (fut__ur_here) whose ring is rescuable:
  * the outermost entry tries its ring's lock once. Returns 1 when it took
  * it (pass to ur_leave); without it the ring is the caller's as any
@@ -268,7 +260,7 @@ static inline int ur_trylock(fut__mutex *l)
 static inline int ur_enter(void)
 {
     struct fut__backend *h = fut__ur_here;
-    if (fut__ur_depth++ || !h || !h->rescue || !ur_trylock(&h->rlock))
+    if (fut__ur_depth++ || !h || !h->rescue || !fut__mutex_trylock(&h->rlock))
         return 0;
     fut__ur_held = h;
     return 1;

@@ -44,6 +44,14 @@ static inline void fut__lock_acquire(struct fut__lock *l)
         fut__lock_slow(l);
 }
 
+/* One CAS, no wait: 1 when the caller now holds 'l', else 0 (held by
+ * another). Acquire: pairs with the release in fut__lock_release. */
+static inline int fut__lock_try(struct fut__lock *l)
+{
+    uintptr_t z = 0;
+    return fut__cas(&l->w, &z, 1, FUT__ACQUIRE, FUT__RELAXED);
+}
+
 static inline void fut__lock_release(struct fut__lock *l)
 {
     /* Release: publishes our critical section to the next acquirer. */

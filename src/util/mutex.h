@@ -19,6 +19,7 @@ static inline void fut__mutex_init(fut__mutex *m)
 
 #define fut__mutex_destroy(m) ((void)(m))
 #define fut__mutex_lock(m) fut__lock_acquire(m)
+#define fut__mutex_trylock(m) fut__lock_try(m) /* 1: taken */
 #define fut__mutex_unlock(m) fut__lock_release(m)
 
 #endif /* FUT_UTIL_MUTEX_H */
