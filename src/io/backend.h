@@ -9,7 +9,7 @@
  *   backend_epoll.c  readiness + syscall: try the syscall, wait for an
  *                    edge-triggered epoll event when it would block (the
  *                    reactor's readiness word, reactor.c);
- *   backend_uring.c  completion: the operation is an SQE on an io_uring,
+ *   uring/backend.c  completion: the operation is an SQE on an io_uring,
  *                    its result a CQE; what has no SQE here goes through
  *                    a multishot POLL_ADD into the same readiness word;
  *   backend_sim.c    a simulation's network: sockets in memory, segments
@@ -158,7 +158,7 @@ extern const struct fut__backend_vt fut__backend_epoll;
 extern const struct fut__backend_vt fut__backend_sim;
 #ifdef FUT_HAVE_URING
 extern const struct fut__backend_vt fut__backend_uring;
-/* Probes io_uring: 0 when a ring with the features backend_uring.c uses
+/* Probes io_uring: 0 when a ring with the features uring/backend.c uses
  * can be set up here (the opcodes, and a multishot RECV from a buffer ring
  * tried on a socketpair), else the error (-ENOSYS, -EPERM, ...) with a
  * static sentence naming the likely cause in '*why'. The answer is kept
@@ -170,7 +170,7 @@ void fut__uring_probe_forget(void);
 
 /* A multi-thread runtime's rings (driver.c): links 'n' rings made by
  * create into one set, ring i being worker i's (locks, inboxes), set up
- * again for the rescue (backend_uring.c). 0, or FUT_ENOMEM: the caller
+ * again for the rescue (uring/backend.c). 0, or FUT_ENOMEM: the caller
  * destroys the rings. */
 int fut__uring_share(struct fut__backend **rings, int n);
 /* Whether 'b' has something for its owner now: CQEs, completions the
@@ -189,7 +189,7 @@ void fut__uring_retire(struct fut__backend *b, struct fut__io *ios,
 
 /* Fault injection for the io_uring backend (tests only; NULL otherwise:
  * set before a runtime starts, read on its thread). 'kind' is the op's
- * kind in backend_uring.c: 0 multishot recv, 1 recv, 2 send, 3 accept. */
+ * kind in uring/backend.c: 0 multishot recv, 1 recv, 2 send, 3 accept. */
 struct fut__uring_faults {
     /* May rewrite the result of an op's CQE (-ECONNRESET, -EPIPE,
      * -ENOBUFS, -ECANCELED, -EAGAIN, ...). */
@@ -221,11 +221,11 @@ extern fut__aword fut__uring_accept_arms;
  * over every ring of the process (relaxed; tests and benchmarks). */
 extern fut__aword fut__uring_fixed_ops;
 /* Waits a worker did on a peer's ring stuck outside its wait (rescues:
- * backend_uring.c's rules "Rescue"). */
+ * uring/backend.c's rules "Rescue"). */
 extern fut__aword fut__uring_rescues;
 extern fut__aword fut__uring_files_used;
 extern fut__aword fut__uring_bufs;
-/* Sets fut__uring_faults from FUT_URING_FAULTS (uring_faults.c says the
+/* Sets fut__uring_faults from FUT_URING_FAULTS (uring/faults.c says the
  * syntax) unless a test set it; once per process. */
 void fut__uring_faults_from_env(void);
 #endif

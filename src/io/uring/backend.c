@@ -26,8 +26,8 @@
  *          COPY_MAX per op (writev: gathered into the copy);
  *   accept a multishot ACCEPT (SOCK_NONBLOCK | SOCK_CLOEXEC) per
  *          listener: connections queue on the fd until an accept takes
- *          them, ACCEPT_MAX of them pause it (rules in uring_stream.c).
- * These three live in uring_stream.c; this file has the table, the
+ *          them, ACCEPT_MAX of them pause it (rules in stream.c).
+ * These three live in stream.c; this file has the table, the
  * watch (POLL_ADD), the CQE dispatch, the inbox and the ring's life.
  * What has no op here (pipes, datagram sockets, signalfd, ttys, connect,
  * recv with flags) takes the reactor's readiness step (fut__io_do), with
@@ -122,7 +122,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "io/uring_internal.h"
+#include "io/uring/internal.h"
 #include "platform/sys.h"
 
 /* The ring an fd first used here goes to: the calling thread's own when
@@ -702,7 +702,7 @@ static int uring_wait_in(struct fut__backend *b, int64_t timeout_ns,
         fut__ur_pools_idle(b, &timeout_ns); /* may shorten the sleep */
     if (b->shared) {
         if (timeout_ns != 0) {
-            /* Seq_cst: the Dekker pair with kick (uring_internal.h). */
+            /* Seq_cst: the Dekker pair with kick (internal.h). */
             fut__store(&b->parked, 1, FUT__SEQ_CST);
             if (fut__load(&b->ipending, FUT__SEQ_CST))
                 timeout_ns = 0;
@@ -992,7 +992,7 @@ static int peer_awake(const struct fut__backend *b)
 }
 
 /* The entries: on a rescuable ring each takes its caller's ring lock
- * (ur_enter; backend_uring.c's rules "Rescue"). */
+ * (ur_enter; backend.c's rules "Rescue"). */
 static int uring_op(struct fut__backend *b, struct fut__io *io,
                     const struct fut__op *op, struct fut_context *cx,
                     long *res)

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* The io_uring backend's private state, shared by its three files:
- *   uring_ring.c      the ring's plumbing: the probe, the op and buffer
- *                     pools, the provided-buffer ring, taking and
- *                     submitting SQEs, the inbox (calls nothing above it);
- *   uring_stream.c    the native ops on stream sockets: recv, accept,
- *                     send and their CQEs;
- *   backend_uring.c   the table, watch, the CQE dispatch, wait, the
- *                     inbox's requests and the ring's life (its head
- *                     comment has the rules, threads included).
+/* The io_uring backend's private state, shared by its files in
+ * src/io/uring/:
+ *   ring.c      the ring's plumbing: the probe, the op and buffer pools,
+ *               the provided-buffer ring, taking and submitting SQEs, the
+ *               inbox (calls nothing above it);
+ *   stream.c    the native ops on stream sockets: recv, accept, send and
+ *               their CQEs;
+ *   backend.c   the table, watch, the CQE dispatch, wait, the inbox's
+ *               requests and the ring's life (its head comment has the
+ *               rules, threads included);
+ *   faults.c    FUT_URING_FAULTS, fault injection (tests).
  * A ring is touched only by its owner thread - on a multi-thread
  * runtime, by the thread holding its lock (its worker, or a peer that
  * rescues it); what another thread needs from it goes through its inbox
- * (backend_uring.c's rules, "Threads" and "Rescue").
+ * (backend.c's rules, "Threads" and "Rescue").
  */
 #ifndef FUT_IO_URING_INTERNAL_H
 #define FUT_IO_URING_INTERNAL_H
@@ -26,7 +28,7 @@
 
 #define SQ_ENTRIES 256
 #define CQ_ENTRIES 4096
-/* The provided buffers (uring_ring.c's rules): groups of GROUP_BUFS
+/* The provided buffers (ring.c's rules): groups of GROUP_BUFS
  * buffers of BUF_SIZE bytes, group 0 from setup, up to GROUPS_MAX while
  * the ring runs dry; a buffer's id names its group (bid / GROUP_BUFS)
  * and its place in the ring's one reserved region (b->bufs + bid *
@@ -45,7 +47,7 @@
 #define ACCEPT_MAX                                                           \
     32 /* accepted fds queued that pause a multishot
                               ACCEPT (the rest wait in the backlog) */
-/* The pools' bounds (entries kept per ring; uring_ring.c's rules). */
+/* The pools' bounds (entries kept per ring; ring.c's rules). */
 #define OPS_KEEP 256           /* ops: 256 x 176 B */
 #define BUFS_KEEP 64           /* SMALL_BUF buffers: 128 KiB */
 #define CHUNKS_KEEP GROUP_BUFS /* chunks */
@@ -106,7 +108,7 @@ struct uop {
 };
 
 /* A pool of free blocks of one size, linked through their first word
- * (rules: uring_ring.c). */
+ * (rules: ring.c). */
 struct upool {
     void *head;
     unsigned n;   /* blocks in it */
@@ -184,14 +186,14 @@ struct fut__backend {
     struct ugroup grp[GROUPS_MAX];
     unsigned ngroups; /* groups registered: 0 .. ngroups - 1 */
     int grow_err;     /* a group could not be added (until the trim) */
-    /* Fixed files (uring_ring.c's rules): a sparse table of 'nfiles'
+    /* Fixed files (ring.c's rules): a sparse table of 'nfiles'
      * slots (0: none registered); slots below 'fhi' not in use are on
      * the stack 'ffree' ('nffree' of them). The owner's alone. */
     unsigned nfiles, fhi, nffree;
     int *ffree;
     unsigned n_fixed; /* ops issued with a fixed file (count_flush) */
     struct upool ops, chunks, sbufs; /* touched by the thread whose ring
-                              this is only (uring_ring.c's rules) */
+                              this is only (ring.c's rules) */
     int64_t trim_at;                 /* the pools' last trim (fut_now_ns) */
     int wake_armed;
     /* Ops this thread issued (fut__ur_sqe_op) while this was its ring
@@ -215,7 +217,7 @@ struct fut__backend {
      * (seq_cst both): one of them sees the other, so a post to a ring
      * that sleeps writes its wake fd. */
     fut__aword parked, ipending;
-    /* --- rescuable rings (a multi-thread runtime's: backend_uring.c's
+    /* --- rescuable rings (a multi-thread runtime's: backend.c's
      * rules "Rescue") --- */
     int rescue;         /* set up without SINGLE_ISSUER | DEFER_TASKRUN */
     fut__mutex rlock;   /* held by whoever touches the ring (ur_mine) */
@@ -236,7 +238,7 @@ struct fut__backend {
  * on io_uring), or NULL. */
 extern _Thread_local struct fut__backend *fut__ur_here;
 /* The ring whose lock ('rlock') the calling thread holds (rescuable
- * rings: backend_uring.c's rules), or NULL; and how deep it is in the
+ * rings: backend.c's rules), or NULL; and how deep it is in the
  * backend's entries (only the outermost takes the lock). */
 extern _Thread_local struct fut__backend *fut__ur_held;
 extern _Thread_local int fut__ur_depth;
@@ -344,7 +346,7 @@ static inline int ur_nothing(long res)
            res == -EINTR;
 }
 
-/* ---------------------------------------------- uring_stream.c */
+/* ---------------------------------------------- stream.c */
 
 /* The native ops (the backend's 'op' on a stream or listening socket),
  * under f's lock: FUT_READY with '*res' set, or FUT_PENDING (cx's waker
@@ -363,7 +365,7 @@ void fut__ur_on_recv_ms(struct fut__backend *b, struct uop *u,
 void fut__ur_on_accept(struct fut__backend *b, struct uop *u,
                        const struct io_uring_cqe *cqe, long res, int more);
 
-/* ------------------------------------------------ uring_ring.c */
+/* ------------------------------------------------ ring.c */
 
 /* A fresh op on 'io' (state 'f', counted in f->nops; from the calling
  * thread's pool or a new allocation), or NULL. Under f's lock. */

@@ -24,7 +24,7 @@
 #include "io/backend.h"
 #include "io/io_internal.h"
 
-/* The kinds of backend_uring.c ('enum ukind'). */
+/* The kinds of backend.c ('enum ukind'). */
 enum { K_RECV_MS = 0, K_RECV = 1, K_SEND = 2, K_ACCEPT = 3 };
 
 #define MAX_RULES 8

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The io_uring backend's plumbing (uring_internal.h): the probe, the op,
+/* The io_uring backend's plumbing (internal.h): the probe, the op,
  * buffer and chunk pools, the provided-buffer ring, and taking and
- * submitting SQEs. It calls nothing in backend_uring.c.
+ * submitting SQEs. It calls nothing in backend.c.
  *
  * The pools (struct upool: free ops, SMALL_BUF send/recv buffers, queue
  * chunks), the rules that keep their memory bounded whatever thread
@@ -81,7 +81,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "io/uring_internal.h"
+#include "io/uring/internal.h"
 #include "platform/sys.h"
 
 fut__aword fut__uring_enters;
@@ -94,7 +94,7 @@ fut__aword fut__uring_files_used;
 fut__aword fut__uring_bufs;
 _Thread_local struct fut__backend *fut__ur_here;
 /* The ring whose lock this thread holds, and how deep in the backend's
- * entries it is (backend_uring.c's rules "Rescue"; ur_enter). */
+ * entries it is (backend.c's rules "Rescue"; ur_enter). */
 _Thread_local struct fut__backend *fut__ur_held;
 _Thread_local int fut__ur_depth;
 
@@ -169,7 +169,7 @@ static const char *why_of(int err)
     return "io_uring: io_uring_setup failed";
 }
 
-/* The opcodes backend_uring.c submits. */
+/* The opcodes backend.c submits. */
 static int probe_opcodes(struct io_uring *ring)
 {
     static const int need[] = {
@@ -483,7 +483,7 @@ struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io)
         m->close_req.type = REQ_CLOSE;
         m->forget_req.type = REQ_FORGET;
     }
-    /* Release: pairs with backend_uring.c's ufd_load (acquire). */
+    /* Release: pairs with backend.c's ufd_load (acquire). */
     fut__store_slot(&io->bstate[0], f, FUT__RELEASE);
     return f;
 }
