@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "io/backend.h"
+#include "io/uring/uring.h"
 #include "io/io_internal.h"
 
 /* The kinds of backend.c ('enum ukind'). */

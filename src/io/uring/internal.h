@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "io/backend.h"
+#include "io/uring/uring.h"
 #include "io/io_internal.h"
 
 #define SQ_ENTRIES 256
