@@ -29,7 +29,7 @@ void fut__uring_probe_forget(void);
 
 /* A multi-thread runtime's rings (driver.c): links 'n' rings made by
  * create into one set, ring i being worker i's (locks, inboxes), set up
- * again for the rescue (backend.c). 0, or FUT_ENOMEM: the caller
+ * again for the rescue (rescue.c). 0, or FUT_ENOMEM: the caller
  * destroys the rings. */
 int fut__uring_share(struct fut__backend **rings, int n);
 /* Whether 'b' has something for its owner now: CQEs, completions the
@@ -80,7 +80,7 @@ extern fut__aword fut__uring_accept_arms;
  * over every ring of the process (relaxed; tests and benchmarks). */
 extern fut__aword fut__uring_fixed_ops;
 /* Waits a worker did on a peer's ring stuck outside its wait (rescues:
- * backend.c's rules "Rescue"). */
+ * rescue.c's rules "Rescue"). */
 extern fut__aword fut__uring_rescues;
 extern fut__aword fut__uring_files_used;
 extern fut__aword fut__uring_bufs;
