@@ -25,7 +25,9 @@
 #include <string.h>
 
 #include "fut.h"
-#include "io/backend.h"
+#ifdef FUT_HAVE_URING
+#include "io/uring/uring.h"
+#endif
 
 #define BUF_BYTES 4096
 

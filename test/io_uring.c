@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "io/backend.h"
+#include "io/uring/uring.h"
 #include "net_echo.h"
 
 static struct fut_runtime *rt_uring(void)

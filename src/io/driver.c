@@ -40,6 +40,9 @@
 #include "io/io_internal.h"
 #include "io/simnet.h"
 #include "platform/sys.h"
+#ifdef FUT_HAVE_URING
+#include "io/uring/uring.h"
+#endif
 
 enum { IDLE = 0, PARKED = 1, NOTIFIED = 2 };
 

@@ -22,9 +22,10 @@
 #include <string.h>
 
 #include "io/backend.h"
+#include "io/uring/uring.h"
 #include "io/io_internal.h"
 
-/* The kinds of backend_uring.c ('enum ukind'). */
+/* The kinds of backend.c ('enum ukind'). */
 enum { K_RECV_MS = 0, K_RECV = 1, K_SEND = 2, K_ACCEPT = 3 };
 
 #define MAX_RULES 8

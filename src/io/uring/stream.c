@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The io_uring backend's native operations on stream sockets (the rest
- * of the backend: backend_uring.c, whose opening comment has the rules
+ * of the backend: backend.c, whose opening comment has the rules
  * of ownership and threads these follow):
  *   recv    a multishot RECV from the provided-buffer ring, its chunks
  *           queued on the fd; a single-shot RECV into the op's own buffer
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "io/uring_internal.h"
+#include "io/uring/internal.h"
 #include "platform/sys.h"
 
 /* ------------------------------------------------------------- reads */

@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* The io_uring backend's private state, shared by its three files:
- *   uring_ring.c      the ring's plumbing: the probe, the op and buffer
- *                     pools, the provided-buffer ring, taking and
- *                     submitting SQEs, the inbox (calls nothing above it);
- *   uring_stream.c    the native ops on stream sockets: recv, accept,
- *                     send and their CQEs;
- *   backend_uring.c   the table, watch, the CQE dispatch, wait, the
- *                     inbox's requests and the ring's life (its head
- *                     comment has the rules, threads included).
+/* The io_uring backend's private state, shared by its files in
+ * src/io/uring/:
+ *   probe.c     the probe and the ring's setup flags (calls nothing here);
+ *   ring.c      the ring's plumbing: the op and buffer pools,
+ *               the provided-buffer ring, taking and submitting SQEs, the
+ *               inbox (calls nothing above it);
+ *   stream.c    the native ops on stream sockets: recv, accept, send and
+ *               their CQEs;
+ *   wait.c      the wait: the inbox's requests, submitting, reaping and
+ *               the CQE dispatch, an fd's state forgotten;
+ *   rescue.c    the rings of a multi-thread runtime's set and their
+ *               rescue (its head comment has the rules "Rescue"), the
+ *               table's wait;
+ *   backend.c   the table's other entries, watch, close, the ring's life
+ *               (its head comment has the rules, threads included);
+ *   faults.c    FUT_URING_FAULTS, fault injection (tests).
  * A ring is touched only by its owner thread - on a multi-thread
  * runtime, by the thread holding its lock (its worker, or a peer that
  * rescues it); what another thread needs from it goes through its inbox
- * (backend_uring.c's rules, "Threads" and "Rescue").
+ * (backend.c's rules "Threads", rescue.c's "Rescue").
  */
 #ifndef FUT_IO_URING_INTERNAL_H
 #define FUT_IO_URING_INTERNAL_H
@@ -22,11 +29,12 @@
 #include <unistd.h>
 
 #include "io/backend.h"
+#include "io/uring/uring.h"
 #include "io/io_internal.h"
 
 #define SQ_ENTRIES 256
 #define CQ_ENTRIES 4096
-/* The provided buffers (uring_ring.c's rules): groups of GROUP_BUFS
+/* The provided buffers (ring.c's rules): groups of GROUP_BUFS
  * buffers of BUF_SIZE bytes, group 0 from setup, up to GROUPS_MAX while
  * the ring runs dry; a buffer's id names its group (bid / GROUP_BUFS)
  * and its place in the ring's one reserved region (b->bufs + bid *
@@ -45,7 +53,7 @@
 #define ACCEPT_MAX                                                           \
     32 /* accepted fds queued that pause a multishot
                               ACCEPT (the rest wait in the backlog) */
-/* The pools' bounds (entries kept per ring; uring_ring.c's rules). */
+/* The pools' bounds (entries kept per ring; ring.c's rules). */
 #define OPS_KEEP 256           /* ops: 256 x 176 B */
 #define BUFS_KEEP 64           /* SMALL_BUF buffers: 128 KiB */
 #define CHUNKS_KEEP GROUP_BUFS /* chunks */
@@ -106,7 +114,7 @@ struct uop {
 };
 
 /* A pool of free blocks of one size, linked through their first word
- * (rules: uring_ring.c). */
+ * (rules: ring.c). */
 struct upool {
     void *head;
     unsigned n;   /* blocks in it */
@@ -184,14 +192,14 @@ struct fut__backend {
     struct ugroup grp[GROUPS_MAX];
     unsigned ngroups; /* groups registered: 0 .. ngroups - 1 */
     int grow_err;     /* a group could not be added (until the trim) */
-    /* Fixed files (uring_ring.c's rules): a sparse table of 'nfiles'
+    /* Fixed files (ring.c's rules): a sparse table of 'nfiles'
      * slots (0: none registered); slots below 'fhi' not in use are on
      * the stack 'ffree' ('nffree' of them). The owner's alone. */
     unsigned nfiles, fhi, nffree;
     int *ffree;
     unsigned n_fixed; /* ops issued with a fixed file (count_flush) */
     struct upool ops, chunks, sbufs; /* touched by the thread whose ring
-                              this is only (uring_ring.c's rules) */
+                              this is only (ring.c's rules) */
     int64_t trim_at;                 /* the pools' last trim (fut_now_ns) */
     int wake_armed;
     /* Ops this thread issued (fut__ur_sqe_op) while this was its ring
@@ -215,7 +223,7 @@ struct fut__backend {
      * (seq_cst both): one of them sees the other, so a post to a ring
      * that sleeps writes its wake fd. */
     fut__aword parked, ipending;
-    /* --- rescuable rings (a multi-thread runtime's: backend_uring.c's
+    /* --- rescuable rings (a multi-thread runtime's: rescue.c's
      * rules "Rescue") --- */
     int rescue;         /* set up without SINGLE_ISSUER | DEFER_TASKRUN */
     fut__mutex rlock;   /* held by whoever touches the ring (ur_mine) */
@@ -236,7 +244,7 @@ struct fut__backend {
  * on io_uring), or NULL. */
 extern _Thread_local struct fut__backend *fut__ur_here;
 /* The ring whose lock ('rlock') the calling thread holds (rescuable
- * rings: backend_uring.c's rules), or NULL; and how deep it is in the
+ * rings: rescue.c's rules), or NULL; and how deep it is in the
  * backend's entries (only the outermost takes the lock). */
 extern _Thread_local struct fut__backend *fut__ur_held;
 extern _Thread_local int fut__ur_depth;
@@ -344,7 +352,7 @@ static inline int ur_nothing(long res)
            res == -EINTR;
 }
 
-/* ---------------------------------------------- uring_stream.c */
+/* ---------------------------------------------- stream.c */
 
 /* The native ops (the backend's 'op' on a stream or listening socket),
  * under f's lock: FUT_READY with '*res' set, or FUT_PENDING (cx's waker
@@ -363,7 +371,34 @@ void fut__ur_on_recv_ms(struct fut__backend *b, struct uop *u,
 void fut__ur_on_accept(struct fut__backend *b, struct uop *u,
                        const struct io_uring_cqe *cqe, long res, int more);
 
-/* ------------------------------------------------ uring_ring.c */
+/* ------------------------------------------------ wait.c */
+
+/* Arms op 'u' as io's watch: a multishot POLL_ADD of its fd (again when
+ * the last one ended without our cancel). */
+void fut__ur_arm_poll(struct fut__backend *b, struct fut__io *io,
+                      struct uop *u);
+/* 'io' is being freed (or was detached): detaches every op of its state
+ * 'f' (they retire on their CQEs), closes the accepted fds nobody took,
+ * hands queued buffers back, and frees 'f' now or with its last op. On
+ * the ring's owner. */
+void fut__ur_forget(struct fut__backend *b, struct fut__io *io,
+                    struct ufd *f);
+/* Runs what other threads asked of 'b' (its inbox), in the order asked. */
+void fut__ur_drain(struct fut__backend *b);
+/* The wait of the table (backend.h) without the rescue's locking, by
+ * whoever holds 'b' (ur_mine): the inbox, the SQEs out, the CQEs in. */
+int fut__ur_wait_in(struct fut__backend *b, int64_t timeout_ns, uint32_t tick,
+                    int *woken);
+
+/* ---------------------------------------------- rescue.c */
+
+/* The table's 'wait' (backend.h): on a rescuable ring, the owner's side
+ * of the rescue (a look at the peers, the ring's lock, 'turns',
+ * 'waiting', 'wake_rescued') around fut__ur_wait_in. */
+int fut__ur_wait(struct fut__backend *b, int64_t timeout_ns, uint32_t tick,
+                 int *woken);
+
+/* ------------------------------------------------ ring.c */
 
 /* A fresh op on 'io' (state 'f', counted in f->nops; from the calling
  * thread's pool or a new allocation), or NULL. Under f's lock. */
@@ -444,8 +479,14 @@ void fut__ur_cancel_op(struct fut__backend *b, struct uop *u);
 void fut__ur_post(struct fut__backend *b, struct ureq *r);
 /* 'len', or fewer when a fault shortens a transfer of 'kind'. */
 size_t fut__ur_shorten(int kind, size_t len);
+
+/* ----------------------------------------------- probe.c */
+
 /* Sets up a ring with the best flags the kernel has ('*coop': the
  * fallback flags, no R_DISABLED). */
 int fut__ur_ring_setup(struct io_uring *ring, int *coop);
+/* Lifts a ring's R_DISABLED: 0, or -errno (EINVAL: a COOP_TASKRUN ring,
+ * never disabled). */
+int fut__ur_ring_enable_raw(struct io_uring *ring);
 
 #endif /* FUT_IO_URING_INTERNAL_H */
