@@ -88,7 +88,7 @@ static void after_read(int op, int fd, long res, void *ud)
     x->hits++;
     ck_assert_int_eq(write(x->peer_fd, "r", 1), 1);
     struct fut__driver *d = fut__tls_sched->driver;
-    d->vt->park(d, 0); /* the event is dispatched now */
+    d->vt->park(d, 0, 0, 1); /* the event is dispatched now */
 }
 
 START_TEST(race_forced_between_eagain_and_register)
@@ -131,7 +131,7 @@ static void before_register(int op, int fd, long res, void *ud)
     x->hits++;
     ck_assert_int_eq(write(x->peer_fd, "r", 1), 1);
     struct fut__driver *d = fut__tls_sched->driver;
-    d->vt->park(d, 0);
+    d->vt->park(d, 0, 0, 1);
 }
 
 START_TEST(race_forced_before_register)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The io_uring backend's own contracts (src/io/backend_uring.c): the
+/* The io_uring backend's own contracts (src/io/uring/): the
  * kernel never writes into a dropped future's buffer and no byte is lost
  * for the next reader; dropped accepts and opens leak no fd; a multishot
  * recv that ends (pool dry, paused) is re-armed with every byte intact;
@@ -1245,7 +1245,7 @@ END_TEST
 /* A multi-thread runtime on io_uring made and freed at once, many times:
  * a worker that has not waited yet is rescued by its peer (its ring
  * unserved for 1 ms), and the rescue may reap the wake of the shutdown's
- * unpark; the owner must still see it (backend_uring.c, 'wake_rescued'),
+ * unpark; the owner must still see it (src/io/uring/rescue.c, 'wake_rescued'),
  * or it sleeps through the shutdown and the free never returns. A hang,
  * so the test's timeout is its failure; statistical: without the fix a
  * TSan build hung at the 900th-1,000th cycle in 1 of 3 runs of 3,000. */

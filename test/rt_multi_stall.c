@@ -13,7 +13,7 @@
  *   echo:     a client connected before the spin gets its echo, and a new
  *             client connects and gets its echo, within 10 ms each.
  * All three run on both backends (on io_uring the fds of the busy
- * worker's ring are served by its peer's rescue: src/io/backend_uring.c).
+ * worker's ring are served by its peer's rescue: src/io/uring/rescue.c).
  *
  * Without the monitor the worker that left the driver to run the spinner
  * is the only one awake, and every timer and connection waits for its

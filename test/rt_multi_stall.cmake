@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # A busy task stalls nobody else (src/rt/multi/monitor.c). All three
 # cases on both backends: on io_uring the busy worker's ring is rescued by
-# its peer (src/io/backend_uring.c, "Rescue"; docs/io.md, "What a busy
+# its peer (src/io/uring/rescue.c, "Rescue"; docs/io.md, "What a busy
 # task can delay").
 # RUN_SERIAL: the bounds are 10 ms; another test on the other core would
 # measure the machine, not the runtime (the test also counts the threads'

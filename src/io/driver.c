@@ -240,8 +240,10 @@ void fut__iodrv_unpark(struct fut__iodrv *d)
     fut__sys_eventfd_signal((int)fut__load(&d->holder_fd, FUT__RELAXED));
 }
 
-static void drv_unpark(struct fut__driver *b)
+/* The shared driver's unpark: one park at a time, any worker's. */
+static void drv_unpark(struct fut__driver *b, int worker)
 {
+    (void)worker;
     fut__iodrv_unpark(drv_of(b));
 }
 
@@ -361,16 +363,24 @@ static void park_drive(struct fut__iodrv *d, struct fut__backend *be,
         auto_advance(d);
 }
 
-static void drv_park(struct fut__driver *b, int64_t timeout_ns)
+/* The shared driver's park: by its one holder ('drive' is always 1). */
+static void drv_park(struct fut__driver *b, int worker, int64_t timeout_ns,
+                     int drive)
 {
+    (void)worker;
+    FUT_ASSERT(drive);
+    (void)drive;
     struct fut__iodrv *d = drv_of(b);
     park_drive(d, d->be, &d->tick, d->evfd, timeout_ns);
 }
 
 /* ------------------------------------------------- per-worker rings */
 
+/* The per-worker driver (fut__driver.per_worker): worker i parks on ring
+ * i, and the one with the scheduler's trylock ('drive') also serves the
+ * timers and closed fds there. */
 #ifdef FUT_HAVE_URING
-static void drv_bind(struct fut__driver *b, int i)
+static void drv_worker_start(struct fut__driver *b, int i)
 {
     fut__uring_bind(drv_of(b)->rings[i]);
 }
@@ -400,7 +410,7 @@ static int drv_ring_ready(struct fut__driver *b, int i)
     return fut__uring_ready(drv_of(b)->rings[i]);
 }
 
-static void drv_retire_ring(struct fut__driver *b, int i)
+static void drv_worker_exit(struct fut__driver *b, int i)
 {
     struct fut__iodrv *d = drv_of(b);
     /* Every worker stopped polling: the lists change no more, and the
@@ -519,7 +529,7 @@ static int under_valgrind(void)
 #endif
 
 /* AUTO: io_uring when this build has it and a probe ring with the
- * features backend_uring.c uses can be set up (not under valgrind, not
+ * features the io_uring backend (src/io/uring/) uses can be set up (not under valgrind, not
  * on the multi-thread runtime); else epoll. An explicit io_uring that
  * cannot be had fails (never a silent fallback). A multi-thread runtime
  * asked for io_uring gets one ring per worker, whose completions only
@@ -568,13 +578,11 @@ static int pick_backend(const struct fut_rt_config *cfg,
 }
 
 static const struct fut__driver_vt drv_vt = {
-    drv_park, drv_unpark, drv_shutdown, drv_free, drv_idle,
-    NULL,     NULL,       NULL,         NULL,     NULL};
+    drv_park, drv_unpark, drv_shutdown, drv_free, drv_idle, NULL, NULL, NULL};
 #ifdef FUT_HAVE_URING
 static const struct fut__driver_vt drv_rings_vt = {
-    drv_park,        drv_unpark,    drv_shutdown,  drv_free,
-    drv_idle,        drv_bind,      drv_park_ring, drv_unpark_ring,
-    drv_retire_ring, drv_ring_ready};
+    drv_park_ring, drv_unpark_ring,  drv_shutdown,    drv_free,
+    drv_idle,      drv_worker_start, drv_worker_exit, drv_ring_ready};
 
 /* One ring per worker, each with its wake eventfd; linked as one set. */
 static int make_rings(struct fut__iodrv *d, int n)
@@ -641,7 +649,7 @@ int fut__driver_new(struct fut__sched *s, const struct fut_rt_config *cfg,
         if (r < 0)
             goto fail_evfd;
         d->base.vt = &drv_rings_vt;
-        d->base.rings = d->nrings;
+        d->base.per_worker = 1;
     } else
 #endif
     {

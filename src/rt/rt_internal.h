@@ -113,15 +113,45 @@ struct fut__sched_vt {
 };
 
 /* The I/O + timer driver a scheduler parks in (src/io, src/time). NULL
- * driver: the scheduler parks on its futex parker instead. */
+ * driver: the scheduler parks on its futex parker instead.
+ *
+ * Two kinds of driver, told apart by fut__driver.per_worker:
+ *   - shared (per_worker 0: epoll, the simulation's network): one event
+ *     source for the runtime. One thread at a time parks in it and
+ *     dispatches every fd's I/O and the timers; the multi-thread
+ *     scheduler hands it to whichever worker parks and wins its trylock
+ *     (the others sleep on their futexes), and the worker index given to
+ *     park and unpark is ignored;
+ *   - per-worker (per_worker 1: the multi-thread runtime on io_uring, one
+ *     ring per worker): each worker parks on an event source of its own,
+ *     and an fd's I/O completes on the worker that owns it (the worker
+ *     that first used it). The scheduler must: have each worker park on
+ *     its own source (never on a futex: its I/O would wait), 'drive'
+ *     (timers, closed fds) only with its trylock held; call worker_start
+ *     on the worker's thread before its first park and worker_exit once
+ *     no task is polled or dropped on any worker any more, one worker at
+ *     a time; prefer what a worker's own source woke to stealing (the
+ *     tasks' next I/O would complete elsewhere: docs/scheduler.md,
+ *     "Locality"); and wake a sleeping worker when another is stuck in
+ *     one poll, since a stuck worker's source is served only from a
+ *     peer's park (the driver's business: io_uring's rescue).
+ * A current-thread runtime always has a shared driver and parks as
+ * worker 0 with 'drive' 1. */
 struct fut__driver;
 struct fut__driver_vt {
     /* Blocks until an I/O event, an unpark or 'timeout_ns' (-1 = until
      * something happens; 0 = do not block), then wakes the tasks whose I/O
-     * is ready and whose timers expired. Called by the thread that parks. */
-    void (*park)(struct fut__driver *d, int64_t timeout_ns);
-    /* Makes a park in progress (or the next one) return. Any thread. */
-    void (*unpark)(struct fut__driver *d);
+     * is ready and whose timers expired. Shared: called by the one thread
+     * that holds the driver, with 'drive' 1; 'worker' is ignored.
+     * Per-worker: called by worker 'worker' on its own thread, on its
+     * own event source; with 'drive' it also holds the driver's shared
+     * part (timers, closed fds: the scheduler's trylock) and serves it as
+     * a shared park would. */
+    void (*park)(struct fut__driver *d, int worker, int64_t timeout_ns,
+                 int drive);
+    /* Makes a park in progress (or the next one) return: the shared
+     * driver's (any 'worker'), or worker 'worker''s. Any thread. */
+    void (*unpark)(struct fut__driver *d, int worker);
     /* Shutdown, after every task was dropped: releases the fds, timers
      * and the blocking pool. 'unpark' stays safe until 'free'. */
     void (*shutdown)(struct fut__driver *d);
@@ -135,22 +165,21 @@ struct fut__driver_vt {
      * (no fd registered, no timer armed, no closed fd to reap). Until the
      * next blocking park, the first fd registration or timer arm then
      * calls 'interest' (after the driver's lock is released), so that a
-     * sleeper comes to drive it. Any thread. */
+     * sleeper comes to drive it. Any thread. Always 0 on a per-worker
+     * driver (its workers never sleep elsewhere). */
     int (*idle)(struct fut__driver *d);
-    /* Per-worker rings (d->rings > 0: a multi-thread runtime on
-     * io_uring): worker 'i' binds its thread to ring i when it starts,
-     * parks on it (park_ring; 'drive': it also holds the driver - timers
-     * and closed fds - as 'park' would; the scheduler's trylock), is woken
-     * there (unpark_ring, any thread), and retires it when it exits, once
-     * every worker stopped polling (retire_ring). NULL on other drivers. */
-    void (*bind)(struct fut__driver *d, int i);
-    void (*park_ring)(struct fut__driver *d, int i, int64_t timeout_ns,
-                      int drive);
-    void (*unpark_ring)(struct fut__driver *d, int i);
-    void (*retire_ring)(struct fut__driver *d, int i);
-    /* Whether ring i has something for its worker now (completions, a
-     * request in its inbox): a hint for the park spin, by worker i. */
-    int (*ring_ready)(struct fut__driver *d, int i);
+    /* Per-worker drivers only (NULL on shared ones). worker_start: worker
+     * 'worker' binds its thread to its event source, before its first
+     * park. worker_exit: it detaches from it for good - its fds' state
+     * is released - once every worker stopped polling and dropping tasks;
+     * the scheduler calls it for one worker at a time (they share the fd
+     * lists), then no park of that worker follows. */
+    void (*worker_start)(struct fut__driver *d, int worker);
+    void (*worker_exit)(struct fut__driver *d, int worker);
+    /* Whether worker 'worker''s event source has something for it now (a
+     * completion, a request from a peer): a hint for the park spin, by
+     * that worker. */
+    int (*ready)(struct fut__driver *d, int worker);
 };
 struct fut__driver {
     const struct fut__driver_vt *vt;
@@ -160,7 +189,7 @@ struct fut__driver {
      * the driver's lock; read without it by a parker that would skip the
      * driver (seq_cst: see fut__mt_park in rt/multi/park.c). */
     fut__aword undriven;
-    /* Parks and polls begun so far ('park' and 'park_ring' with 'drive'),
+    /* Parks and polls begun so far ('park' with 'drive'),
      * counted by the one thread in the driver; read by the multi-thread
      * scheduler's monitor (relaxed: a hint that somebody drives). */
     fut__aword turns;
@@ -170,8 +199,9 @@ struct fut__driver {
     void *interest_ud;
     /* The I/O backend's name ("epoll", "io_uring"); static. */
     const char *backend;
-    /* Per-worker rings: their count (the workers'), or 0 (see 'bind'). */
-    int rings;
+    /* 1: a per-worker driver, 0: a shared one (see fut__driver_vt).
+     * Static after creation. */
+    int per_worker;
     /* A simulation's driver: set by a blocking park that found nothing
      * that could ever end it (no timer, no fd, no blocking job, no
      * unpark) and returned instead of sleeping; cleared by the parking

@@ -668,7 +668,7 @@ static void run_task(struct ct_sched *c, struct fut_task *t)
 static void poll_driver(struct ct_sched *c)
 {
     if (c->base.driver)
-        c->base.driver->vt->park(c->base.driver, 0);
+        c->base.driver->vt->park(c->base.driver, 0, 0, 1);
 }
 
 /* Sleeps until something arrives; re-checks after arming the parker's
@@ -680,7 +680,7 @@ static void park(struct ct_sched *c)
     stat_inc(&c->n_parks);
     struct fut__driver *d = c->base.driver;
     if (d) {
-        d->vt->park(d, -1);
+        d->vt->park(d, 0, -1, 1);
         if (c->base.sim && d->stalled) { /* see the rules */
             d->stalled = 0;
             if (!c->qlen && !drain_remote(c) &&
@@ -695,7 +695,7 @@ static void park(struct ct_sched *c)
 static void unpark_locked(struct ct_sched *c)
 {
     if (c->base.driver)
-        c->base.driver->vt->unpark(c->base.driver);
+        c->base.driver->vt->unpark(c->base.driver, 0);
     else
         fut__parker_unpark(&c->parker);
 }

@@ -31,7 +31,7 @@
  *   - while a peer is outside its wait, a worker sleeps at most
  *     RESCUE_NS; one that went to sleep while every peer waited is woken
  *     by the monitor when it sees a worker stuck in a poll
- *     (rt/multi/monitor.c check_rings);
+ *     (rt/multi/monitor.c check_stuck);
  *   - a rescuer that reaps the owner's wake (the wake fd's CQE: an
  *     unpark - new work, a shutdown) sets 'wake_rescued' under the
  *     lock, and the owner's next wait returns at once as woken: the

@@ -130,8 +130,8 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     fut__aword_init(&m->mon_state, MON_RUN);
     fut__aword_init(&m->mon_wakes, 0);
     m->mon_started = 0;
-    fut__aword_init(&m->rings_out, 0);
-    fut__aword_init(&m->rings_retired, 0);
+    fut__aword_init(&m->srcs_out, 0);
+    fut__aword_init(&m->srcs_detached, 0);
     fut__aword_init(&m->refs, BIAS + 1);
     fut__aword_init(&m->f_spawned, 0);
     fut__aword_init(&m->f_freed, 0);
@@ -146,7 +146,7 @@ int fut__mt_new(struct fut_runtime *rt, const struct fut_rt_config *cfg,
     if ((r = workers_new(m)) != 0)
         goto fail_sleepers;
     struct fut_rt_config dcfg = *cfg;
-    dcfg.workers = n; /* the driver's rings: one per worker */
+    dcfg.workers = n; /* a per-worker driver's event sources: one each */
     if (!cfg->no_driver &&
         (r = driver_new(&m->base, &dcfg, &m->base.driver)) != 0)
         goto fail_workers;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The monitor (Go's sysmon, for one job): a thread per multi-thread
  * runtime with a driver and two workers or more, that keeps I/O and
- * timers served while a worker runs one long poll. With per-worker rings
- * (io_uring) it keeps the timers served - whichever worker parks with the
- * driver's trylock drives them - and wakes a sleeping worker when one is
- * stuck in a poll (check_rings), which then rescues the stuck worker's
- * ring (src/io/backend_uring.c, "Rescue"; docs/io.md, "What a busy task
+ * timers served while a worker runs one long poll. With a per-worker
+ * driver (rt_internal.h) it keeps the timers served - whichever worker
+ * parks with the driver's trylock drives them - and wakes a sleeping
+ * worker when one is stuck in a poll (check_stuck), so that a peer's
+ * park serves the stuck worker's event source (the driver's business;
+ * docs/scheduler.md, "The monitor", and docs/io.md, "What a busy task
  * can delay").
  *
  * Why: a worker that returns from the driver runs what it woke itself,
@@ -101,14 +102,14 @@ static void check_driver(struct mt_sched *m, uintptr_t *last)
     }
 }
 
-/* Per-worker rings (io_uring): a worker awake inside one poll that has
- * not moved since the last tick is stuck, and its ring is served only by
- * a peer's rescue (backend_uring.c's rules "Rescue"), which a peer does
- * in its own ring waits - but one that went to sleep while every ring
- * was served sleeps without a bound. Such a tick wakes a sleeper
- * (notify_parked): awake, it caps its sleeps while a peer is outside its
- * wait, and rescues the stuck ring within about RESCUE_NS. */
-static void check_rings(struct mt_sched *m)
+/* Per-worker driver: a worker awake inside one poll that has not moved
+ * since the last tick is stuck, and its event source is served only from
+ * a peer's park, which the driver does in a peer's own waits - but a
+ * peer that went to sleep while every source was served sleeps without
+ * a bound. Such a tick wakes a sleeper (notify_parked): awake, it parks
+ * on its own source again, and the driver serves the stuck one from
+ * there (its rules say how soon: docs/scheduler.md, "The monitor"). */
+static void check_stuck(struct mt_sched *m)
 {
     int stuck = 0, asleep = 0;
     for (int i = 0; i < m->n; i++) {
@@ -149,8 +150,8 @@ static void *monitor_main(void *arg)
         }
         asleep = 0;
         check_driver(m, &last);
-        if (m->base.driver->rings)
-            check_rings(m);
+        if (m->base.driver->per_worker)
+            check_stuck(m);
         if (m->base.watch) /* the long-poll watchdog's scan (hosted) */
             fut__watch_hosted_scan(m->base.watch);
     }

@@ -196,7 +196,7 @@ struct mt_worker {
      * a hint). */
     fut__aword in_run;
     /* Its ST_POLLS at the monitor's last tick (the monitor's alone:
-     * monitor.c check_rings). */
+     * monitor.c check_stuck). */
     uintptr_t mon_polls;
     /* A task given to it as it is woken: stored by the popper under
      * sleep_lock (idle.c handoff), taken by the owner (worker.c). */
@@ -230,9 +230,10 @@ struct mt_worker {
     int started;      /* create.c, by the starting thread; shutdown.c */
     struct fut__spin spin; /* park spin: when and how long (park.c) */
     int64_t watch_ns;      /* the watcher's park timeout (idle.c) */
-    int64_t dry_since;     /* rings: when it last found no work of its own
-                          (0: it has some); it steals from a peer's ring
-                          only STEAL_IDLE_NS after (worker.c) */
+    int64_t dry_since;     /* per-worker driver: when it last found no
+                          work of its own (0: it has some); it steals from
+                          a peer's run queue only STEAL_IDLE_NS after
+                          (worker.c) */
     uint32_t tick;
     uint32_t countdown; /* ticks to the next maintenance (no division) */
     uint64_t rng;       /* search's random start (worker.c) */
@@ -277,10 +278,11 @@ struct mt_sched {
     int nsleepers;
     fut__aword watcher;     /* index + 1, or 0 (CAS) */
     fut__aword driver_lock; /* 1 while a worker uses the driver */
-    /* Per-worker rings: workers past fut__mt_worker_exit (shutdown.c);
+    /* Per-worker driver: workers past fut__mt_worker_exit (shutdown.c);
      * the barrier's count, written by mt_start before any stop. */
-    fut__aword rings_out;
-    fut__aword rings_retired; /* rings retired so far (index order) */
+    fut__aword srcs_out;
+    fut__aword srcs_detached; /* workers detached from their event
+                                 sources so far (index order) */
     int n_started;
     /* lifetime (destroy.h) and statistics of non-worker threads */
     fut__aword refs;
@@ -458,11 +460,11 @@ static inline void unpark_worker(struct mt_worker *w)
         fut__sys_futex_wake(futex_word(&w->pstate), 1);
     } else if (prev == P_DRIVER) {
         struct fut__driver *d = w->m->base.driver;
-        if (d->rings) { /* parked on its own ring; wake_ns as above */
+        /* Per-worker: parked on its own event source, after a spin:
+         * wake_ns as above. Shared: the driver's holder, no spin. */
+        if (d->per_worker)
             fut__store(&w->wake_ns, (uintptr_t)fut_now_ns(), FUT__RELAXED);
-            d->vt->unpark_ring(d, w->index);
-        } else
-            d->vt->unpark(d);
+        d->vt->unpark(d, w->index);
     }
 }
 
@@ -571,9 +573,10 @@ struct fut_task *fut__mt_steal_stuck(struct mt_worker *w);
 /* shutdown.c: the worker's part (thread-affine tasks), and
  * fut__sched_vt.shutdown. */
 void fut__mt_worker_exit(struct mt_worker *w);
-/* Per-worker rings: after fut__mt_worker_exit, waits for the other
- * workers to get there, then retires w's ring (shutdown.c). */
-void fut__mt_ring_exit(struct mt_worker *w);
+/* Per-worker driver: after fut__mt_worker_exit, waits for the other
+ * workers to get there, then detaches w from its event source (the
+ * driver's worker_exit; shutdown.c). */
+void fut__mt_source_exit(struct mt_worker *w);
 void fut__mt_shutdown(struct fut__sched *s);
 
 /* worker.c: a worker thread's body. */

@@ -27,8 +27,8 @@ static void mon_kick(struct mt_sched *m)
 #define SPIN_CHECKS 8 /* permit checks between clock reads */
 
 /* Returns 1 when a permit arrived before 'end' (fut_now_ns), 2 when
- * the worker's ring ('rd': per-worker rings, else NULL) has something
- * for it (a completion, its inbox), 0 at 'end'. */
+ * the worker's own event source ('rd': a per-worker driver, else NULL)
+ * has something for it (the driver's 'ready'), 0 at 'end'. */
 static int park_spin(struct mt_worker *w, int64_t end, struct fut__driver *rd)
 {
     stat_inc(w, ST_SPINS);
@@ -39,7 +39,7 @@ static int park_spin(struct mt_worker *w, int64_t end, struct fut__driver *rd)
                 return 1;
             fut__cpu_relax();
         }
-        if (rd && rd->vt->ring_ready(rd, w->index))
+        if (rd && rd->vt->ready(rd, w->index))
             return 2;
         if (fut_now_ns() >= end)
             return 0;
@@ -61,7 +61,8 @@ static void spin_learn(struct mt_worker *w, int64_t t0, int spun)
 }
 
 /* The spin before a sleep, from 't0': 1 when it took a permit (the park
- * is over), 2 when the ring ('rd', or NULL) has work, 0 to sleep. */
+ * is over), 2 when the worker's event source ('rd', or NULL) has work,
+ * 0 to sleep. */
 static int spin_first(struct mt_worker *w, int64_t t0, int spun,
                       struct fut__driver *rd)
 {
@@ -75,14 +76,14 @@ static int spin_first(struct mt_worker *w, int64_t t0, int spun,
     return got;
 }
 
-/* Per-worker rings (io_uring): a worker always sleeps on its own ring,
- * whose completions only it can reap (DEFER_TASKRUN); the one that gets
- * the driver's trylock also drives timers. The park spin comes first, as
- * before a futex sleep, and also ends when the ring has something (a
- * completion or a request waits: they do not wait for the spin). The
- * permit's orderings are fut__mt_park's. */
-static void park_ring(struct mt_worker *w, struct fut__driver *d,
-                      int64_t timeout_ns, int use_driver)
+/* A per-worker driver (fut__driver.per_worker): a worker always sleeps
+ * on its own event source, where its fds' I/O completes; the one that
+ * gets the driver's trylock also drives timers. The park spin comes
+ * first, as before a futex sleep, and also ends when the source has
+ * something (the driver's 'ready': what waits there does not wait for
+ * the spin). The permit's orderings are fut__mt_park's. */
+static void park_own(struct mt_worker *w, struct fut__driver *d,
+                     int64_t timeout_ns, int use_driver)
 {
     struct mt_sched *m = w->m;
     int learn = m->spin_ns >= 0;
@@ -95,7 +96,7 @@ static void park_ring(struct mt_worker *w, struct fut__driver *d,
         if (got == 1)
             return;
         if (got == 2) {
-            learn = 0; /* no sleep to learn from: the ring had work */
+            learn = 0; /* no sleep to learn from: the source had work */
             timeout_ns = 0;
         }
     }
@@ -112,7 +113,7 @@ static void park_ring(struct mt_worker *w, struct fut__driver *d,
     }
     stat_inc(w, ST_PARKS);
     w->in_driver = 1;
-    d->vt->park_ring(d, w->index, timeout_ns, drive);
+    d->vt->park(d, w->index, timeout_ns, drive);
     w->in_driver = 0;
     if (drive)
         driver_unlock(m);
@@ -134,8 +135,8 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
     if (fut__swap(&w->pstate, P_EMPTY, FUT__ACQUIRE) == P_NOTIFIED)
         return;
     struct fut__driver *d = m->base.driver;
-    if (d && d->rings) {
-        park_ring(w, d, timeout_ns, use_driver);
+    if (d && d->per_worker) {
+        park_own(w, d, timeout_ns, use_driver);
         return;
     }
     /* A driver still 'undriven' has nothing to wait for: straight to the
@@ -181,7 +182,7 @@ void fut__mt_park(struct mt_worker *w, int64_t timeout_ns, int use_driver)
     stat_inc(w, ST_PARKS);
     if (drv) {
         w->in_driver = 1;
-        d->vt->park(d, timeout_ns);
+        d->vt->park(d, w->index, timeout_ns, 1);
         w->in_driver = 0;
         driver_unlock(m);
     } else {

@@ -52,24 +52,25 @@ void fut__mt_worker_exit(struct mt_worker *w)
     }
 }
 
-/* Per-worker rings: once every started worker is past its worker_exit
- * (no task of ours is polled or dropped on a worker any more), retire
- * ours; meanwhile keep serving its inbox (other workers' drops ask it to
- * cancel and close). */
-void fut__mt_ring_exit(struct mt_worker *w)
+/* Per-worker driver: once every started worker is past its
+ * fut__mt_worker_exit (no task of ours is polled or dropped on a worker
+ * any more), detach from our event source (the driver's worker_exit);
+ * meanwhile keep parking on it without the driver (other workers' drops
+ * may hand it work: requests to cancel and close their I/O). */
+void fut__mt_source_exit(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
     struct fut__driver *d = m->base.driver;
-    /* Acq_rel: our drops before the others' retire, theirs before ours. */
-    fut__fetch_add(&m->rings_out, 1, FUT__ACQ_REL);
-    while ((int)fut__load(&m->rings_out, FUT__ACQUIRE) < m->n_started)
-        d->vt->park_ring(d, w->index, 1000 * 1000, 0);
+    /* Acq_rel: our drops before the others' detach, theirs before ours. */
+    fut__fetch_add(&m->srcs_out, 1, FUT__ACQ_REL);
+    while ((int)fut__load(&m->srcs_out, FUT__ACQUIRE) < m->n_started)
+        d->vt->park(d, w->index, 1000 * 1000, 0);
     /* One at a time, in index order (they walk the same fd lists);
-     * acquire/release: the previous retirement before ours. */
-    while ((int)fut__load(&m->rings_retired, FUT__ACQUIRE) != w->index)
-        d->vt->park_ring(d, w->index, 1000 * 1000, 0);
-    d->vt->retire_ring(d, w->index);
-    fut__fetch_add(&m->rings_retired, 1, FUT__RELEASE);
+     * acquire/release: the previous detach before ours. */
+    while ((int)fut__load(&m->srcs_detached, FUT__ACQUIRE) != w->index)
+        d->vt->park(d, w->index, 1000 * 1000, 0);
+    d->vt->worker_exit(d, w->index);
+    fut__fetch_add(&m->srcs_detached, 1, FUT__RELEASE);
 }
 
 /* Takes every queued task of worker 'w' (now ours) and drops it. */

@@ -18,11 +18,12 @@ static int has_other_work(struct mt_worker *w)
            fut__load(&w->lifo.task, FUT__RELAXED) || fut__ring_len(&w->ring);
 }
 
-/* Whether each worker drives a ring of its own (io_uring). */
-static int rings_of(struct mt_sched *m)
+/* Whether each worker parks on an event source of its own, where its
+ * fds' I/O completes (a per-worker driver, rt_internal.h). */
+static int per_worker(struct mt_sched *m)
 {
     struct fut__driver *d = m->base.driver;
-    return d && d->rings;
+    return d && d->per_worker;
 }
 
 static int has_own_work(struct mt_worker *w)
@@ -34,14 +35,14 @@ static void poll_driver(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
     struct fut__driver *d = m->base.driver;
-    if (d && d->rings) { /* our ring, always; the timers with the lock */
+    if (d && d->per_worker) { /* our source, always; timers if locked */
         int drive = driver_trylock(m);
         w->in_driver = 1;
-        d->vt->park_ring(d, w->index, 0, drive);
+        d->vt->park(d, w->index, 0, drive);
         w->in_driver = 0;
         if (drive)
             driver_unlock(m);
-        /* What our ring woke has its fds here: no thief is woken for it
+        /* What our source woke has its fds here: no thief is woken for it
          * (docs/scheduler.md, "Locality"), only a watcher if none sleeps
          * (a stuck poll must not strand it). */
         if (m->n > 1 && fut__ring_len(&w->ring) > 1 && need_watch(m))
@@ -51,7 +52,7 @@ static void poll_driver(struct mt_worker *w)
     if (!d || !driver_trylock(m))
         return;
     w->in_driver = 1;
-    d->vt->park(d, 0);
+    d->vt->park(d, w->index, 0, 1);
     w->in_driver = 0;
     driver_unlock(m);
     if (m->n > 1 && fut__ring_len(&w->ring) > 1)
@@ -105,15 +106,15 @@ static struct fut_task *next_task(struct mt_worker *w)
     return inject_pop_batch(w);
 }
 
-/* Locality (docs/scheduler.md, "Locality"): on per-worker rings, a task
- * in a peer's run queue was, most of the time, woken by that peer's ring,
- * where its fd lives; run here, its next ops would be posted back there
- * (foreign ops, through the peer's inbox). So a worker that ran out of
- * work steals from peers only once it has been dry this long - its own
- * ring reaped and empty, parked in it meanwhile (park_worker's timed
- * park). The victim's queue waits at most that long for help; a victim
- * stuck in one poll is handled by fut__mt_steal_stuck, which this does
- * not gate. */
+/* Locality (docs/scheduler.md, "Locality"): with a per-worker driver, a
+ * task in a peer's run queue was, most of the time, woken by that peer's
+ * event source, where its fd lives; run here, its next I/O would be
+ * handed back there (a cross-thread request). So a worker that ran out
+ * of work steals from peers only once it has been dry this long - its
+ * own source polled and empty, parked on it meanwhile (park_worker's
+ * timed park). The victim's queue waits at most that long for help; a
+ * victim stuck in one poll is handled by fut__mt_steal_stuck, which this
+ * does not gate. */
 #define STEAL_IDLE_NS (50 * 1000)
 
 /* How long 'w', dry since w->dry_since, must still wait before it may
@@ -124,11 +125,11 @@ static int64_t dry_left(const struct mt_worker *w)
 }
 
 /* Whether a worker with nothing of its own may steal from peers now:
- * always without rings; with them, once dry for STEAL_IDLE_NS (the
- * clock starts at the first look). */
+ * always with a shared driver; with a per-worker one, once dry for
+ * STEAL_IDLE_NS (the clock starts at the first look). */
 static int may_steal(struct mt_worker *w)
 {
-    if (!rings_of(w->m))
+    if (!per_worker(w->m))
         return 1;
     if (!w->dry_since) {
         w->dry_since = fut_now_ns();
@@ -214,7 +215,7 @@ park_worker(struct mt_worker *w)
      * peer's queue brings it back after a timed park instead, which a
      * notify would cut short (it may pick us: a spin until then). */
     (void)last;
-    int gated = rings_of(m) && w->dry_since && dry_left(w) > 0;
+    int gated = per_worker(m) && w->dry_since && dry_left(w) > 0;
     /* Relaxed: a hint, as in work_visible (the timed park covers it). */
     if (gated ? fut__load(&m->inject_n, FUT__RELAXED) != 0 : work_visible(m))
         notify_parked(m); /* may pick us: our park then returns at once */
@@ -254,7 +255,7 @@ park_worker(struct mt_worker *w)
                 fut__mt_unpark_self(w);
                 fut__mt_release_watch(w);
                 if (m->n > 1 && fut__ring_len(&w->ring) > 1 &&
-                    (!rings_of(m) || need_watch(m)))
+                    (!per_worker(m) || need_watch(m)))
                     notify_parked(m); /* the driver woke several */
                 return NULL;
             }
@@ -378,15 +379,15 @@ __attribute__((flatten)) static void run_tick(struct mt_worker *w,
 __attribute__((flatten)) static void worker_loop(struct mt_worker *w)
 {
     struct mt_sched *m = w->m;
-    int rings = rings_of(m);
+    int own_src = per_worker(m);
     while (!fut__load(&m->stop, FUT__ACQUIRE)) {
         struct fut_task *t = next_task(w);
-        if (!t && rings) {
+        if (!t && own_src) {
             /* I/O where the task is (docs/scheduler.md, "Locality"): out
-             * of work, a worker reaps its own ring (and submits what it
-             * queued) before it steals - the tasks its completions wake
-             * have their fds there; a steal would run them elsewhere and
-             * post their next ops back here (foreign ops). */
+             * of work, a worker polls its own event source before it
+             * steals - the tasks it wakes have their fds there; a steal
+             * would run them elsewhere and hand their next I/O back
+             * here. */
             poll_driver(w);
             t = next_task(w);
         }
@@ -412,8 +413,8 @@ void *fut__mt_worker_main(void *arg)
     fut__tls_sched = &w->m->base;
     fut__tls_pool = &w->pool;
     struct fut__driver *d = w->m->base.driver;
-    if (d && d->rings)
-        d->vt->bind(d, w->index);
+    if (d && d->per_worker)
+        d->vt->worker_start(d, w->index);
     struct fut__watch *wd = w->m->base.watch;
     if (wd) { /* our slot; the first worker starts the watchdog */
         fut__watch_bind(wd, w->index);
@@ -423,8 +424,8 @@ void *fut__mt_worker_main(void *arg)
     if (wd)
         fut__watch_unbind(NULL);
     fut__mt_worker_exit(w);
-    if (d && d->rings)
-        fut__mt_ring_exit(w);
+    if (d && d->per_worker)
+        fut__mt_source_exit(w);
     fut__pool_flush(&w->pool); /* still its owner (see internal.h) */
     fut__tls_pool = NULL;
     fut__tls_sched = NULL;
