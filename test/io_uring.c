@@ -1121,6 +1121,39 @@ START_TEST(probe_emfile_not_kept)
 }
 END_TEST
 
+/* The probe runs on a thread of its own: the kernel sends task work
+ * (TWA_SIGNAL) to every thread that submitted to a ring when the ring
+ * goes, which makes a blocking call with a timeout on the caller's thread
+ * return EINTR with no signal delivered. After each probe, a blocking
+ * recv with SO_RCVTIMEO on this thread must time out (EAGAIN), never be
+ * interrupted. */
+START_TEST(probe_spares_caller)
+{
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 20000};
+    ASSERT_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    int eintr = 0;
+    for (int i = 0; i < 25; i++) {
+        const char *why = NULL;
+        fut__uring_probe_forget();
+        ck_assert_int_eq(fut__uring_probe(&why), 0);
+        char c;
+        ssize_t n = recv(sv[0], &c, 1, 0);
+        ck_assert_int_eq(n, -1);
+        if (errno == EINTR)
+            eintr++;
+        else
+            ck_assert_msg(errno == EAGAIN || errno == EWOULDBLOCK,
+                          "recv: errno %d", errno);
+    }
+    ck_assert_msg(eintr == 0, "%d of 25 timed recvs after a probe: EINTR",
+                  eintr);
+    close(sv[0]);
+    close(sv[1]);
+}
+END_TEST
+
 /* AUTO on the multi-thread runtime is epoll: a ring per worker is
  * reaped by its worker only, so one long poll there would stall the
  * connections of its ring. io_uring asked for still gets the rings. */
@@ -1294,6 +1327,7 @@ int main(void)
     tcase_add_test(tc, probe_needs_multishot_recv);
     tcase_add_test(tc, probe_emfile_not_kept);
     tcase_add_test(tc, probe_auto_multi_thread_epoll);
+    tcase_add_test(tc, probe_spares_caller);
     tc = fut_test_tcase(s, "faults");
     tcase_add_test(tc, faults_break_only_their_connection);
     tcase_add_test(tc, benign_faults_lose_nothing);

@@ -302,9 +302,11 @@ static int dial(int port)
 }
 
 /* read(2) of one byte, again after EINTR: on io_uring a ring's exit
- * (the backend's probe ring, at the first runtime) sends task work
- * (TWA_SIGNAL) to every thread that submitted to it, which interrupts a
- * socket read with a timeout (SO_RCVTIMEO) with EINTR - no signal. */
+ * (a ring this thread submitted to, e.g. a current-thread runtime's it
+ * freed) sends task work (TWA_SIGNAL) to every thread that submitted to
+ * it, which interrupts a socket read with a timeout (SO_RCVTIMEO) with
+ * EINTR - no signal (docs/io.md). The backend's probe ring no longer
+ * does: it runs on a thread of its own. */
 static ssize_t read_eintr(int fd, char *got)
 {
     ssize_t n;

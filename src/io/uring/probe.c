@@ -207,6 +207,38 @@ static int probe_run(const char **why)
     return r;
 }
 
+/* probe_run on a thread of its own: when a ring goes, the kernel sends
+ * task work (TWA_SIGNAL) to every thread that submitted to it, which
+ * makes a blocking call with a timeout (SO_RCVTIMEO, a futex wait) on
+ * that thread return EINTR with no signal delivered - on the probe's
+ * ring that thread would be the user's, creating the first runtime (test
+ * io_uring.probe, probe_spares_caller: 25 of 25 timed recvs after a probe
+ * were interrupted before). A thread that cannot be started (EAGAIN)
+ * leaves the probe to the caller's thread, as before: the answer is the
+ * same, only that thread may see the EINTR. */
+struct probe_job {
+    int r;
+    const char *why;
+};
+
+static void *probe_main(void *arg)
+{
+    struct probe_job *j = arg;
+    j->r = probe_run(&j->why);
+    return NULL;
+}
+
+static int probe_apart(const char **why)
+{
+    struct probe_job j = {0, NULL};
+    pthread_t th;
+    if (pthread_create(&th, NULL, probe_main, &j) != 0)
+        return probe_run(why);
+    pthread_join(th, NULL); /* orders j's writes before these reads */
+    *why = j.why;
+    return j.r;
+}
+
 /* The probe's answer is kept for the process once it is a property of the
  * kernel (0, -ENOSYS, -EPERM, -EINVAL); a lack of fds or memory is not
  * kept, so a later runtime probes again. */
@@ -221,7 +253,7 @@ int fut__uring_probe(const char **why)
     int r = probe_err;
     const char *w = probe_why;
     if (!probe_known) {
-        r = probe_run(&w);
+        r = probe_apart(&w);
         if (r == 0 || r == -ENOSYS || r == -EPERM || r == -EINVAL) {
             probe_known = 1;
             probe_err = r;
