@@ -6,11 +6,13 @@
 # RUN_SERIAL: the bounds are 10 ms; another test on the other core would
 # measure the machine, not the runtime (the test also counts the threads'
 # run-queue waits as the machine's share: see rt_multi_stall.c).
-fut_check_test(rt_multi_stall CASES timers together echo TIMEOUT 60 BACKENDS)
+fut_check_test(rt_multi_stall CASES timers together echo idle TIMEOUT 60
+  BACKENDS)
 set_tests_properties(rt_multi_stall.timers rt_multi_stall.together
-  rt_multi_stall.echo PROPERTIES RUN_SERIAL TRUE)
+  rt_multi_stall.echo rt_multi_stall.idle PROPERTIES RUN_SERIAL TRUE)
 if(FUT_HAVE_URING)
   set_tests_properties(rt_multi_stall.timers.uring
     rt_multi_stall.together.uring rt_multi_stall.echo.uring
+    rt_multi_stall.idle.uring
     PROPERTIES RUN_SERIAL TRUE)
 endif()

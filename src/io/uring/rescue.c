@@ -116,8 +116,15 @@ int fut__uring_ready(struct fut__backend *b)
     unsigned head = b->rescue ? io_uring_smp_load_acquire(b->ring.cq.khead)
                               : *b->ring.cq.khead;
     unsigned tail = io_uring_smp_load_acquire(b->ring.cq.ktail);
-    return tail != head ||
-           (IO_URING_READ_ONCE(*b->ring.sq.kflags) & IORING_SQ_TASKRUN);
+    /* Not IORING_SQ_TASKRUN: the flag says the ring has completion work
+     * pending for some thread that submitted to it - a rescuer's, or the
+     * owner's own while it was busy - which only that thread can run.
+     * Taken as "ready" it ended every park spin of an idle worker at
+     * once and made its wait a look (timeout 0): a busy loop for as long
+     * as the other thread stayed busy (test rt_multi_stall.idle.uring:
+     * 45-99% of a core beside a spinning peer). The owner's own pending
+     * work runs at its next enter: the wait after the spin. */
+    return tail != head;
 }
 
 void fut__uring_bind(struct fut__backend *b)

@@ -32,9 +32,10 @@ void fut__uring_probe_forget(void);
  * again for the rescue (rescue.c). 0, or FUT_ENOMEM: the caller
  * destroys the rings. */
 int fut__uring_share(struct fut__backend **rings, int n);
-/* Whether 'b' has something for its owner now: CQEs, completions the
- * kernel holds for its next enter, requests in its inbox (a hint; the
- * owner's thread). */
+/* Whether 'b' has something for its owner now: CQEs, requests in its
+ * inbox, a wake a rescuer reaped (a hint; the owner's thread). Not the
+ * completion work the kernel holds for the next enter (IORING_SQ_TASKRUN:
+ * it may be another thread's; rescue.c says why). */
 int fut__uring_ready(struct fut__backend *b);
 /* The calling thread (a worker) owns 'b' from now. */
 void fut__uring_bind(struct fut__backend *b);
