@@ -429,9 +429,12 @@ static inline __attribute__((always_inline)) int
 fut__io_step(struct fut__io *io, const struct fut__op *op,
              struct fut_context *cx, long *res, fut__io_call_fn call)
 {
-    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
-        fut__io_take_spill(io, op, res))
-        return FUT_READY;
+    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set)) {
+        /* A copy: 'op' itself must not escape (see fut__io_submit_inline). */
+        struct fut__op c = *op;
+        if (fut__io_take_spill(io, &c, res))
+            return FUT_READY;
+    }
     unsigned dir = fut__op_dir(op);
     size_t want = op->want;
     for (;;) {
@@ -487,13 +490,19 @@ static inline int fut__io_submit(struct fut__io *io, const struct fut__op *op,
 /* fut__io_submit with epoll's step inline (the read and write futures
  * of stream.c, once per operation on every connection). */
 static inline __attribute__((always_inline)) int
-fut__io_submit_inline(struct fut__io *io, const struct fut__op *op,
+fut__io_submit_inline(struct fut__io *io, struct fut__op op,
                       struct fut_context *cx, long *res)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll)
-        return fut__io_step(io, op, cx, res, fut__io_syscall);
-    return d->bvt->op(d->be, io, op, cx, res);
+    if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll) {
+        /* The step's own copy, whose address goes only to the inlined
+         * syscall: it stays in registers and the switch on its kind
+         * folds (an op whose address escaped, here to the backend's
+         * table, is reloaded after every call). */
+        const struct fut__op o = op;
+        return fut__io_step(io, &o, cx, res, fut__io_syscall);
+    }
+    return d->bvt->op(d->be, io, &op, cx, res);
 }
 
 /* The core of a public handle; NULL-safe. */
