@@ -228,9 +228,16 @@ struct fut__io {
     fut__aword readiness; /* see above */
     int fd;
     int kind;
-    fut__mutex lock;             /* guards 'drv' (set once) and the slots */
-    struct fut__iodrv *drv;      /* registered with; NULL before */
-    struct fut_waker rd, wr;     /* the reader's and the writer's waker */
+    fut__mutex lock;         /* guards 'drv' (set once) and the slots */
+    struct fut__iodrv *drv;  /* registered with; NULL before */
+    struct fut_waker rd, wr; /* the reader's and the writer's waker */
+    /* The task whose waker stays in 'rd' / 'wr' between events ([0]
+     * read, [1] write; 0: none, or the slot holds no task's waker): the
+     * dispatcher wakes a clone and leaves it there, so that the task's
+     * next wait in that direction finds it parked already and takes no
+     * lock (fut__io_ready; the rules in reactor.c). Written under 'lock'
+     * with the slot; read there, or without it by the task it names. */
+    fut__aword kept[2];
     struct fut__io *prev, *next; /* d->ios or d->release */
     fut__aword refs;             /* handles alive (1, or 2 once split) */
     int restore_fl;              /* file status flags for close, or -1 */
@@ -292,6 +299,15 @@ static inline int fut__io_ready(struct fut__io *io, unsigned dir,
         *tick = (uint32_t)(w >> FUT__IO_TICK_SHIFT);
         return (int)(w & mask);
     }
+    /* No readiness, and this task's waker is still parked in the slot
+     * from its last wait: nothing to register (reactor.c's rules say why
+     * no event is lost). Relaxed: the task reads what its own earlier
+     * poll wrote (ordered by the task's state), or a clear by a thread
+     * that then woke it (cancel: ordered by the wake). */
+    if (FUT_LIKELY(cx->waker.vt == &fut__task_waker_vt) &&
+        fut__load(&io->kept[dir - 1], FUT__RELAXED) ==
+            (uintptr_t)cx->waker.data)
+        return 0;
     return fut__io_ready_slow(io, dir, cx, tick);
 }
 /* Binds 'io' to the driver of this thread without asking the backend to
@@ -413,9 +429,12 @@ static inline __attribute__((always_inline)) int
 fut__io_step(struct fut__io *io, const struct fut__op *op,
              struct fut_context *cx, long *res, fut__io_call_fn call)
 {
-    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set) &&
-        fut__io_take_spill(io, op, res))
-        return FUT_READY;
+    if (FUT_UNLIKELY(io->spill != NULL || io->wr_kept_set)) {
+        /* A copy: 'op' itself must not escape (see fut__io_submit_inline). */
+        struct fut__op c = *op;
+        if (fut__io_take_spill(io, &c, res))
+            return FUT_READY;
+    }
     unsigned dir = fut__op_dir(op);
     size_t want = op->want;
     for (;;) {
@@ -471,13 +490,19 @@ static inline int fut__io_submit(struct fut__io *io, const struct fut__op *op,
 /* fut__io_submit with epoll's step inline (the read and write futures
  * of stream.c, once per operation on every connection). */
 static inline __attribute__((always_inline)) int
-fut__io_submit_inline(struct fut__io *io, const struct fut__op *op,
+fut__io_submit_inline(struct fut__io *io, struct fut__op op,
                       struct fut_context *cx, long *res)
 {
     struct fut__iodrv *d = fut__iodrv_current();
-    if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll)
-        return fut__io_step(io, op, cx, res, fut__io_syscall);
-    return d->bvt->op(d->be, io, op, cx, res);
+    if (FUT_UNLIKELY(!d) || d->bvt == &fut__backend_epoll) {
+        /* The step's own copy, whose address goes only to the inlined
+         * syscall: it stays in registers and the switch on its kind
+         * folds (an op whose address escaped, here to the backend's
+         * table, is reloaded after every call). */
+        const struct fut__op o = op;
+        return fut__io_step(io, &o, cx, res, fut__io_syscall);
+    }
+    return d->bvt->op(d->be, io, &op, cx, res);
 }
 
 /* The core of a public handle; NULL-safe. */

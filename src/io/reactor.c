@@ -23,6 +23,24 @@
  *     syscall goes straight to the kernel, and registration (one
  *     epoll_ctl per fd, both directions) happens the first time it would
  *     block;
+ *   - a task's waker stays in the slot between events ('kept'): the
+ *     dispatcher wakes a clone of it and leaves it parked, and the
+ *     task's next wait in that direction, finding no readiness and its
+ *     own task in 'kept', returns PENDING without the lock. No event is
+ *     lost: the waker was parked under the lock (L) before that wait's
+ *     look at the word, and stays until the task itself removes it (its
+ *     future's drop) or a thread that then wakes it does (cancel). A
+ *     dispatcher whose lock comes after L sees it; one whose lock came
+ *     before L stored its bits before L, so the look sees them (or a
+ *     later clear, which the ABA guard allows only to a poller whose
+ *     syscall came after that event). Every write of a slot updates its
+ *     'kept' under the lock; 'kept' names only tasks (fut__task_waker_vt),
+ *     whose waker is their pointer;
+ *   - the dispatcher wakes a direction only when its event sets a bit
+ *     that was clear: a set bit means no waiter can have missed it (the
+ *     poller that cleared it last saw it, the rule above), and a kept
+ *     writer's waker is not woken by every read event (edge-triggered
+ *     epoll reports EPOLLOUT with each one);
  *   - 'drv' is written once, under the fd's lock, by the registering
  *     poller; the waker slots are read and written only under that lock;
  *   - a foreign fd (fd.c) is deregistered by fut__io_cancel: 'gone' set
@@ -50,6 +68,32 @@ static unsigned dir_mask(unsigned dir)
     return dir == FUT__DIR_READ ? READ_MASK : WRITE_MASK;
 }
 
+/* The waker slot of 'dir' and its 'kept' word. */
+static struct fut_waker *slot_of(struct fut__io *io, unsigned dir)
+{
+    return dir == FUT__DIR_READ ? &io->rd : &io->wr;
+}
+
+/* Parks 'w' in the slot of 'dir' (under io->lock): kept between events
+ * when it is a task's (see the rules). */
+static void slot_set(struct fut__io *io, unsigned dir,
+                     const struct fut_waker *w)
+{
+    fut_waker_set(slot_of(io, dir), w);
+    fut__store(&io->kept[dir - 1],
+               w->vt == &fut__task_waker_vt ? (uintptr_t)w->data : 0,
+               FUT__RELAXED);
+}
+
+/* Takes the waker out of the slot of 'dir' (under io->lock). */
+static struct fut_waker slot_take(struct fut__io *io, unsigned dir)
+{
+    struct fut_waker *slot = slot_of(io, dir), w = *slot;
+    slot->vt = NULL;
+    fut__store(&io->kept[dir - 1], 0, FUT__RELAXED);
+    return w;
+}
+
 int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
 {
     struct fut__io *io = fut__alloc(sizeof *io);
@@ -61,6 +105,8 @@ int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
     fut__aword_init(&io->gone, 0);
     fut__aword_init(&io->waiter[0], 0);
     fut__aword_init(&io->waiter[1], 0);
+    fut__aword_init(&io->kept[0], 0);
+    fut__aword_init(&io->kept[1], 0);
     io->fd = fd;
     io->kind = kind;
     io->restore_fl = -1;
@@ -145,7 +191,9 @@ int fut__io_attach(struct fut__io *io)
 void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx)
 {
     fut__mutex_lock(&io->lock);
-    fut_waker_set(dir == FUT__DIR_READ ? &io->rd : &io->wr, &cx->waker);
+    fut_waker_set(slot_of(io, dir), &cx->waker);
+    /* Its completion takes it (fut__io_wake): not kept. */
+    fut__store(&io->kept[dir - 1], 0, FUT__RELAXED);
     fut__mutex_unlock(&io->lock);
 }
 
@@ -198,7 +246,7 @@ int fut__io_ready_slow(struct fut__io *io, unsigned dir,
             return r;
         }
     }
-    fut_waker_set(dir == FUT__DIR_READ ? &io->rd : &io->wr, &cx->waker);
+    slot_set(io, dir, &cx->waker);
     /* Re-read under the lock (see the rules): an event stored before the
      * dispatcher took the lock is visible now. */
     w = fut__load(&io->readiness, FUT__ACQUIRE);
@@ -227,11 +275,8 @@ void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick)
 
 void fut__io_unwait(struct fut__io *io, unsigned dir)
 {
-    struct fut_waker w;
     fut__mutex_lock(&io->lock);
-    struct fut_waker *slot = dir == FUT__DIR_READ ? &io->rd : &io->wr;
-    w = *slot;
-    slot->vt = NULL;
+    struct fut_waker w = slot_take(io, dir);
     if (dir == FUT__DIR_WRITE)
         io->wr_kept_set = 0; /* its writer is gone: no one to tell */
     struct fut__iodrv *d = io->drv;
@@ -244,9 +289,7 @@ void fut__io_unwait(struct fut__io *io, unsigned dir)
 void fut__io_wake(struct fut__io *io, unsigned dir)
 {
     fut__mutex_lock(&io->lock);
-    struct fut_waker *slot = dir == FUT__DIR_READ ? &io->rd : &io->wr;
-    struct fut_waker w = *slot;
-    slot->vt = NULL;
+    struct fut_waker w = slot_take(io, dir);
     fut__mutex_unlock(&io->lock);
     if (fut_waker_is_set(&w))
         fut_waker_wake(&w);
@@ -261,16 +304,20 @@ void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
              ((uintptr_t)tick << FUT__IO_TICK_SHIFT);
         /* Release: pairs with fut__io_ready's acquire loads. */
     } while (!fut__cas(&io->readiness, &cur, nw, FUT__RELEASE, FUT__RELAXED));
+    /* Only the directions this event made ready (see the rules). */
+    ready &= ~(unsigned)cur;
+    if (!(ready & (READ_MASK | WRITE_MASK)))
+        return;
     struct fut_waker r = FUT_WAKER_NONE, w = FUT_WAKER_NONE;
     fut__mutex_lock(&io->lock);
-    if (ready & READ_MASK) {
-        r = io->rd;
-        io->rd.vt = NULL;
-    }
-    if (ready & WRITE_MASK) {
-        w = io->wr;
-        io->wr.vt = NULL;
-    }
+    if (ready & READ_MASK)
+        r = fut__load(&io->kept[0], FUT__RELAXED)
+                ? fut_waker_clone(&io->rd)
+                : slot_take(io, FUT__DIR_READ);
+    if (ready & WRITE_MASK)
+        w = fut__load(&io->kept[1], FUT__RELAXED)
+                ? fut_waker_clone(&io->wr)
+                : slot_take(io, FUT__DIR_WRITE);
     fut__mutex_unlock(&io->lock);
     if (fut_waker_is_set(&r))
         fut_waker_wake(&r);
@@ -305,9 +352,8 @@ void fut__io_reap(struct fut__iodrv *d, struct fut__io *list)
 static void take_wakers(struct fut__io *io, struct fut_waker *r,
                         struct fut_waker *w)
 {
-    *r = io->rd;
-    *w = io->wr;
-    io->rd.vt = io->wr.vt = NULL;
+    *r = slot_take(io, FUT__DIR_READ);
+    *w = slot_take(io, FUT__DIR_WRITE);
 }
 
 void fut__io_detach_all(struct fut__iodrv *d)

@@ -56,7 +56,7 @@ static int read_poll(struct fut_future *fb, struct fut_context *cx)
                              .buf = f->buf,
                              .len = f->len,
                              .want = io->kind == FUT__IO_DGRAM ? 0 : f->len};
-        step = fut__io_submit_inline(io, &op, cx, &res);
+        step = fut__io_submit_inline(io, op, cx, &res);
     } else {
         /* A peek drains nothing: no short-transfer rule either. */
         struct fut__op op = {.kind = FUT__OP_RECV,
@@ -258,7 +258,7 @@ static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
                                  .buf = (char *)f->buf + f->done,
                                  .len = left,
                                  .want = left};
-            step = fut__io_submit_inline(io, &op, cx, &res);
+            step = fut__io_submit_inline(io, op, cx, &res);
         } else {
             struct fut__op op = {.kind = FUT__OP_WRITE,
                                  .buf = (char *)f->buf + f->done,
