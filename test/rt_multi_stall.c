@@ -95,11 +95,13 @@ static struct fut_runtime *mt2(void)
 
 #define MAX_THREADS 32
 
-/* Each thread's run-queue wait so far (ns), by thread id. */
+/* Each thread's run-queue wait and time on a CPU so far (ns), by thread
+ * id (/proc/.../schedstat's second and first fields). */
 struct waits {
     int n;
     long tid[MAX_THREADS];
     int64_t ns[MAX_THREADS];
+    int64_t run[MAX_THREADS];
 };
 
 static void waits_read(struct waits *w)
@@ -121,6 +123,7 @@ static void waits_read(struct waits *w)
         long long run, wait;
         if (fscanf(f, "%lld %lld", &run, &wait) == 2) {
             w->tid[w->n] = atol(e->d_name);
+            w->run[w->n] = run;
             w->ns[w->n++] = wait;
         }
         fclose(f);
@@ -494,40 +497,17 @@ END_TEST
 /* ------------------------------------------------------------------ idle */
 
 /* Time on a CPU so far (ns) of every thread of the process but the
- * spinner and the caller (/proc/.../schedstat's first field). */
+ * spinner and the caller. */
 static int64_t others_run(void)
 {
     long skip = atomic_load(&spin_tid), self = (long)syscall(SYS_gettid);
+    struct waits w;
+    waits_read(&w);
     int64_t sum = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long tid = atol(e->d_name);
-        if (e->d_name[0] == '.' || tid == skip || tid == self)
-            continue;
-        char path[300];
-        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat",
-                 e->d_name);
-        FILE *f = fopen(path, "r");
-        long long run;
-        if (f && fscanf(f, "%lld", &run) == 1)
-            sum += run;
-        if (f)
-            fclose(f);
-    }
-    closedir(d);
+    for (int i = 0; i < w.n; i++)
+        if (w.tid[i] != skip && w.tid[i] != self)
+            sum += w.run[i];
     return sum;
-}
-
-static intptr_t idle_spinner(void *arg)
-{
-    (void)arg;
-    fut_sleep(50 * MS);
-    spin_begin();
-    spin(SPIN_NS);
-    return 0;
 }
 
 /* The other worker and the monitor stay idle beside a busy worker: they
@@ -548,7 +528,7 @@ START_TEST(idle_beside_spin)
     atomic_store(&spin_tid, 0);
     struct fut_runtime *rt = mt2();
     struct fut_join js;
-    ASSERT_EQ(fut_fiber_spawn(rt, idle_spinner, NULL, NULL, &js), 0);
+    ASSERT_EQ(fut_fiber_spawn(rt, spinner, NULL, NULL, &js), 0);
     while (!atomic_load(&spin_tid))
         usleep(1000);
     usleep(100 * 1000); /* the spin under way */
