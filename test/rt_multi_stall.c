@@ -32,6 +32,15 @@
  * stall for the spin's length fails however loaded the machine is; on a
  * quiet machine it is about 0 and the bounds are the plain ones. It is
  * printed with a failure.
+ *
+ * Twice at most. A shared machine also delays a thread in ways the
+ * run-queue wait does not count (a vCPU the host preempts, page reclaim):
+ * CI once saw one timer 48 ms late in a sanitized build, 4 ms of it
+ * counted, where hundreds of local runs under load stay under 12 ms. So a
+ * measurement over its bound is taken once more, and the test fails when
+ * the second one is over too (both are printed). A stall of the runtime
+ * (the spin's 500 ms, what these tests look for) repeats, so it still
+ * fails; a lateness that comes one run in a hundred passes more often.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -157,15 +166,53 @@ static int64_t allowance(int64_t share)
     return share < 0 ? 0 : share > SHARE_MAX ? SHARE_MAX : share;
 }
 
-/* Fails unless 'took' is within 'bound' plus the allowance for 'share'. */
-static void ck_within(const char *what, int64_t took, int64_t share,
-                      int64_t bound)
+/* One measured lateness: what, how long it took, the machine's share
+ * of that, and its bound. */
+struct late {
+    const char *what;
+    int64_t took, share, bound;
+};
+
+#define MAX_LATE 2 /* measured per run */
+
+static int over(const struct late *l)
 {
-    ck_assert_msg(took - allowance(share) <= bound,
-                  "%s: %lld us, %lld us of it the machine's share (bound "
-                  "%lld us + that share, at most %lld)",
-                  what, (long long)took / 1000, (long long)share / 1000,
-                  (long long)bound / 1000, (long long)SHARE_MAX / 1000);
+    return l->took - allowance(l->share) > l->bound;
+}
+
+/* A run of a test: fills 'out' and returns how many it measured. */
+typedef int (*measure_fn)(struct late out[MAX_LATE]);
+
+/* Runs 'run' and, when a figure is over its bound, once more (the file's
+ * rules, "Twice at most"); fails when the second run is over too. */
+static void within_twice(measure_fn run)
+{
+    struct late a[MAX_LATE], b[MAX_LATE];
+    int na = run(a), again = 0;
+    for (int i = 0; i < na; i++)
+        if (over(&a[i])) {
+            again = 1;
+            fprintf(stderr,
+                    "%s: %lld us, %lld us of it the machine's share (bound "
+                    "%lld us + that share): measured once more\n",
+                    a[i].what, (long long)a[i].took / 1000,
+                    (long long)a[i].share / 1000,
+                    (long long)a[i].bound / 1000);
+        }
+    if (!again)
+        return;
+    int nb = run(b);
+    for (int i = 0; i < nb; i++)
+        ck_assert_msg(!over(&b[i]),
+                      "%s, twice: %lld us, %lld us of it the machine's "
+                      "share (bound %lld us + that share, at most %lld); "
+                      "the first run's: %lld us, share %lld us",
+                      b[i].what, (long long)b[i].took / 1000,
+                      (long long)b[i].share / 1000,
+                      (long long)b[i].bound / 1000,
+                      (long long)SHARE_MAX / 1000,
+                      (long long)(i < na ? a[i].took : 0) / 1000,
+                      (long long)(i < na ? a[i].share : 0) / 1000);
 }
 
 static void spin_begin(void)
@@ -211,7 +258,7 @@ static intptr_t ticker(void *arg)
     return 0;
 }
 
-START_TEST(timers)
+static int timers_once(struct late out[MAX_LATE])
 {
     struct fut_runtime *rt = mt2();
     atomic_store(&spin_from, 0);
@@ -243,8 +290,14 @@ START_TEST(timers)
             }
         }
     ck_assert_msg(inside >= 1, "no sleep was due during the spin");
-    ck_within("the latest of the timers due during the spin", worst_late,
-              worst_waited, LATE_MAX);
+    out[0] = (struct late){"the latest of the timers due during the spin",
+                           worst_late, worst_waited, LATE_MAX};
+    return 1;
+}
+
+START_TEST(timers)
+{
+    within_twice(timers_once);
 }
 END_TEST
 
@@ -330,7 +383,7 @@ static int64_t echo(int fd, char c)
     return now_ns() - t0;
 }
 
-START_TEST(echo_behind_spin)
+static int echo_once(struct late out[MAX_LATE])
 {
     atomic_store(&spin_tid, 0);
     struct fut_runtime *rt = mt2();
@@ -380,11 +433,16 @@ START_TEST(echo_behind_spin)
     /* Measured inside the spin (it lasts 500 ms; these took far less). */
     ck_assert_msg(during < SPIN_NS - 100 * MS,
                   "not measured during the spin");
-    ck_within("echo behind the spin", lat_b, share_b, LATE_MAX / 11 * 10);
-    ck_within("connect + echo behind the spin", lat_c, share_c,
-              LATE_MAX / 11 * 10);
-    ck_assert_msg(during < SPIN_NS - 100 * MS,
-                  "not measured during the spin");
+    out[0] = (struct late){"echo behind the spin", lat_b, share_b,
+                           LATE_MAX / 11 * 10};
+    out[1] = (struct late){"connect + echo behind the spin", lat_c, share_c,
+                           LATE_MAX / 11 * 10};
+    return 2;
+}
+
+START_TEST(echo_behind_spin)
+{
+    within_twice(echo_once);
 }
 END_TEST
 
@@ -446,7 +504,7 @@ static intptr_t victim(void *arg)
     return 0;
 }
 
-START_TEST(together)
+static int together_once(struct late out[MAX_LATE])
 {
     atomic_store(&spin_tid, 0);
     struct fut_runtime *rt = mt2();
@@ -489,8 +547,14 @@ START_TEST(together)
                   "a task began after the wake it was to sleep until "
                   "(%lld ms ahead): not measured",
                   (long long)TOGETHER_LEAD / MS);
-    ck_within("the latest task woken with the spinner", worst_late,
-              worst_waited, LATE_MAX);
+    out[0] = (struct late){"the latest task woken with the spinner",
+                           worst_late, worst_waited, LATE_MAX};
+    return 1;
+}
+
+START_TEST(together)
+{
+    within_twice(together_once);
 }
 END_TEST
 
