@@ -323,26 +323,6 @@ static intptr_t conn(void *io)
 
 #define NCONN 3
 
-struct server {
-    struct fut_io *ln;
-    struct fut_join conns[NCONN];
-};
-
-static intptr_t acceptor(void *arg)
-{
-    struct server *s = arg;
-    for (int i = 0; i < NCONN; i++) {
-        struct fut_io *c;
-        if (fut_accept(s->ln, &c) != 0)
-            return -1;
-        fut_tcp_set_nodelay(c, 1);
-        if (fut_fiber_spawn(fut_runtime_current(), conn, c, NULL,
-                            &s->conns[i]) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static int dial(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -387,7 +367,8 @@ static int echo_once(struct late out[MAX_LATE])
 {
     atomic_store(&spin_tid, 0);
     struct fut_runtime *rt = mt2();
-    struct server s;
+    struct fut_join conns[NCONN];
+    struct fut_test_acceptor s = {NULL, NCONN, conn, conns};
     struct sockaddr_storage ss;
     socklen_t len;
     ASSERT_EQ(fut_addr_parse("127.0.0.1", 0, &ss, &len), 0);
@@ -395,7 +376,7 @@ static int echo_once(struct late out[MAX_LATE])
     ASSERT_EQ(fut_io_local_addr(s.ln, &ss, &len), 0);
     int port = fut_addr_port(&ss);
     struct fut_join ja;
-    ASSERT_EQ(fut_fiber_spawn(rt, acceptor, &s, NULL, &ja), 0);
+    ASSERT_EQ(fut_fiber_spawn(rt, fut_test_acceptor_main, &s, NULL, &ja), 0);
 
     int a = dial(port), b = dial(port);
     echo(a, 'a'); /* both served before the spin */
@@ -424,8 +405,8 @@ static int echo_once(struct late out[MAX_LATE])
     close(c);
     ASSERT_EQ(fut_block_on(rt, &ja.base), 0);
     for (int i = 0; i < NCONN; i++) {
-        ASSERT_EQ(fut_block_on(rt, &s.conns[i].base), 0);
-        fut_drop(&s.conns[i].base);
+        ASSERT_EQ(fut_block_on(rt, &conns[i].base), 0);
+        fut_drop(&conns[i].base);
     }
     fut_drop(&ja.base);
     fut_io_close(s.ln);

@@ -70,4 +70,16 @@ void counting_future_init(struct counting_future *f, int pending_polls,
                           int self_wake, int *polls, int *drops,
                           intptr_t value);
 
+/* A fiber that accepts 'n' connections on 'ln' (TCP_NODELAY on each) and
+ * spawns a fiber 'conn'(connection) for each on the current runtime,
+ * joined by joins[i]. Spawn it with the struct as its argument; it
+ * returns 0, or -1 when an accept or a spawn failed. */
+struct fut_test_acceptor {
+    struct fut_io *ln;
+    int n;
+    intptr_t (*conn)(void *io);
+    struct fut_join *joins;
+};
+intptr_t fut_test_acceptor_main(void *arg);
+
 #endif /* FUT_TEST_H */

@@ -129,3 +129,20 @@ void counting_future_init(struct counting_future *f, int pending_polls,
     f->drops = drops;
     f->value = value;
 }
+
+intptr_t fut_test_acceptor_main(void *arg)
+{
+    struct fut_test_acceptor *a = arg;
+    for (int i = 0; i < a->n; i++) {
+        struct fut_io *c;
+        if (fut_accept(a->ln, &c) != 0)
+            return -1;
+        fut_tcp_set_nodelay(c, 1);
+        if (fut_fiber_spawn(fut_runtime_current(), a->conn, c, NULL,
+                            &a->joins[i]) != 0) {
+            fut_io_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -230,7 +230,7 @@ struct mt_worker {
     int started;      /* create.c, by the starting thread; shutdown.c */
     struct fut__spin spin; /* park spin: when and how long (park.c) */
     int64_t watch_ns;      /* the watcher's park timeout (idle.c) */
-    int64_t dry_since;     /* per-worker driver: when it last found no
+    int64_t dry_since;     /* with a driver: when it last found no
                           work of its own (0: it has some); it steals from
                           a peer's run queue only STEAL_IDLE_NS after
                           (worker.c) */

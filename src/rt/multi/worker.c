@@ -106,15 +106,18 @@ static struct fut_task *next_task(struct mt_worker *w)
     return inject_pop_batch(w);
 }
 
-/* Locality (docs/scheduler.md, "Locality"): with a per-worker driver, a
- * task in a peer's run queue was, most of the time, woken by that peer's
- * event source, where its fd lives; run here, its next I/O would be
- * handed back there (a cross-thread request). So a worker that ran out
- * of work steals from peers only once it has been dry this long - its
- * own source polled and empty, parked on it meanwhile (park_worker's
- * timed park). The victim's queue waits at most that long for help; a
- * victim stuck in one poll is handled by fut__mt_steal_stuck, which this
- * does not gate. */
+/* Locality (docs/scheduler.md, "Locality"): a task in a peer's run queue
+ * was, most of the time, woken by that peer's event source - with a
+ * per-worker driver, where its fd lives, so that run here its next I/O
+ * would be handed back there (a cross-thread request); with the shared
+ * driver (epoll), by the peer's turn in the driver, which a dry worker
+ * can take itself for fresh readiness instead of robbing the batch. So a
+ * worker that ran out of work steals from peers only once it has been dry
+ * this long - the driver or its own source polled and empty, parked there
+ * (or on its futex while a peer drives) meanwhile: park_worker's timed
+ * park. The victim's queue waits at most that long for help; a victim
+ * stuck in one poll is handled by fut__mt_steal_stuck, which this does
+ * not gate. Without a driver there is nothing else to take: no gate. */
 #define STEAL_IDLE_NS (50 * 1000)
 
 /* How long 'w', dry since w->dry_since, must still wait before it may
@@ -125,11 +128,11 @@ static int64_t dry_left(const struct mt_worker *w)
 }
 
 /* Whether a worker with nothing of its own may steal from peers now:
- * always with a shared driver; with a per-worker one, once dry for
+ * always without a driver; with one (either kind), once dry for
  * STEAL_IDLE_NS (the clock starts at the first look). */
 static int may_steal(struct mt_worker *w)
 {
-    if (!per_worker(w->m))
+    if (!w->m->base.driver)
         return 1;
     if (!w->dry_since) {
         w->dry_since = fut_now_ns();
@@ -215,7 +218,7 @@ park_worker(struct mt_worker *w)
      * peer's queue brings it back after a timed park instead, which a
      * notify would cut short (it may pick us: a spin until then). */
     (void)last;
-    int gated = per_worker(m) && w->dry_since && dry_left(w) > 0;
+    int gated = m->base.driver && w->dry_since && dry_left(w) > 0;
     /* Relaxed: a hint, as in work_visible (the timed park covers it). */
     if (gated ? fut__load(&m->inject_n, FUT__RELAXED) != 0 : work_visible(m))
         notify_parked(m); /* may pick us: our park then returns at once */
