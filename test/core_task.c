@@ -4,6 +4,7 @@
  * shutdown, block_on, async functions, the debug contract checks
  * (C6-C8) and the version of the library linked against the headers'. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -581,6 +582,91 @@ START_TEST(spawn_from_foreign_thread)
 }
 END_TEST
 
+/* A remote thread wakes a task in a tight ping-pong: it bumps 'seq',
+ * wakes the task's waker and waits for the task to acknowledge that
+ * value. The task acknowledges, then spins a little before it returns
+ * PENDING, so most wakes land while it is still running (its idle
+ * transition races with the remote wake's, the window issue 35's
+ * current-thread run path must keep atomic). A lost wake leaves the task
+ * idle with 'seq' unacknowledged: the thread sees no acknowledgement
+ * within 5 s, counts it in 'lost' and ends the task with a last wake. */
+#define PINGPONG_ROUNDS 20000
+
+struct pingpong {
+    atomic_uint seq, ack;
+    atomic_int have_waker, lost;
+    struct fut_waker waker; /* the task's; written before have_waker */
+};
+
+struct pingpong_task {
+    struct fut_future base;
+    struct pingpong *pp;
+};
+
+static int pingpong_poll(struct fut_future *f, struct fut_context *cx)
+{
+    struct pingpong *pp = ((struct pingpong_task *)f)->pp;
+    if (!atomic_load(&pp->have_waker)) {
+        pp->waker = fut_waker_clone(&cx->waker);
+        atomic_store(&pp->have_waker, 1);
+    }
+    unsigned v = atomic_load(&pp->seq);
+    atomic_store(&pp->ack, v);
+    if (v >= PINGPONG_ROUNDS)
+        return FUT_READY;
+    for (volatile int i = 0; i < (int)(v % 64); i++)
+        ; /* widens the window between the ack and the idle transition */
+    return FUT_PENDING;
+}
+static const struct fut_future_vtable pingpong_vt = {pingpong_poll, NULL,
+                                                     "pingpong", NULL};
+
+static void *pingpong_thread(void *arg)
+{
+    struct pingpong *pp = arg;
+    while (!atomic_load(&pp->have_waker))
+        sched_yield();
+    for (unsigned i = 1; i <= PINGPONG_ROUNDS; i++) {
+        atomic_store(&pp->seq, i);
+        fut_waker_wake_by_ref(&pp->waker);
+        int64_t t0 = fut_now_ns();
+        for (int spin = 0; atomic_load(&pp->ack) != i; spin++) {
+            if (spin > 200) /* a loaded machine, valgrind: let it run */
+                sched_yield();
+            if (fut_now_ns() - t0 > 5000000000) { /* the wake was lost */
+                atomic_fetch_add(&pp->lost, 1);
+                atomic_store(&pp->seq, PINGPONG_ROUNDS);
+                fut_waker_wake_by_ref(&pp->waker);
+                fut_waker_drop(&pp->waker);
+                return NULL;
+            }
+        }
+    }
+    fut_waker_drop(&pp->waker);
+    return NULL;
+}
+
+START_TEST(remote_wake_pingpong)
+{
+    struct fut_runtime *rt = fut_test_rt();
+    struct pingpong pp;
+    memset(&pp, 0, sizeof pp);
+    struct pingpong_task t;
+    fut_future_init(&t.base, &pingpong_vt);
+    t.pp = &pp;
+    struct fut_join j;
+    ASSERT_EQ(fut_spawn(rt, &t, sizeof t, &j), 0);
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, pingpong_thread, &pp), 0);
+    ASSERT_EQ(fut_block_on(rt, &j.base), 0);
+    pthread_join(th, NULL);
+    ASSERT_EQ(atomic_load(&pp.lost), 0);
+    ASSERT_EQ(atomic_load(&pp.ack), PINGPONG_ROUNDS);
+    fut_drop(&j.base);
+    fut_runtime_free(rt);
+}
+END_TEST
+
 START_TEST(block_on_without_runtime)
 {
     struct sender_arg s;
@@ -877,6 +963,7 @@ int main(void)
     tc = fut_test_tcase(s, "threads");
     tcase_add_test(tc, wake_from_foreign_thread);
     tcase_add_test(tc, spawn_from_foreign_thread);
+    tcase_add_test(tc, remote_wake_pingpong);
     tcase_add_test(tc, block_on_without_runtime);
     tcase_add_test(tc, block_on_nested_is_busy);
     tc = fut_test_tcase(s, "shutdown");

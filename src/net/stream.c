@@ -32,7 +32,17 @@ static int finish(int step, int *waiting, ssize_t *result, long res)
     return 1;
 }
 
+/* A future of this file that returned READY holds nothing ('waiting' is
+ * 0: no waker in the fd's slot), so its poll switches it to its type's
+ * "done" vtable: the same poll and name, and a NULL drop (core.h: "May be
+ * NULL when there is nothing to release"). fut_drop - which FUT_AWAIT
+ * runs after every finished read and write - then makes no call. The
+ * drop contract is unchanged: a future dropped in any other state (never
+ * polled, PENDING) still has its drop. */
+
 /* ------------------------------------------------------------------ read */
+
+static const struct fut_future_vtable read_done_vt;
 
 static int read_poll(struct fut_future *fb, struct fut_context *cx)
 {
@@ -67,8 +77,10 @@ static int read_poll(struct fut_future *fb, struct fut_context *cx)
         op.want = f->op == OP_PEEK || io->kind == FUT__IO_DGRAM ? 0 : f->len;
         step = fut__io_submit(io, &op, cx, &res);
     }
-    return finish(step, &f->waiting, &f->result, res) ? FUT_READY
-                                                      : FUT_PENDING;
+    if (!finish(step, &f->waiting, &f->result, res))
+        return FUT_PENDING;
+    fb->vt = &read_done_vt; /* nothing to drop (see above) */
+    return FUT_READY;
 }
 
 static void read_drop(struct fut_future *fb)
@@ -81,6 +93,8 @@ static void read_drop(struct fut_future *fb)
 
 static const struct fut_future_vtable read_vt = {read_poll, read_drop,
                                                  "io_read", NULL};
+static const struct fut_future_vtable read_done_vt = {read_poll, NULL,
+                                                      "io_read", NULL};
 
 static void read_setup(struct fut_io_read *f, struct fut_io *io, void *buf,
                        size_t len, int flags, int op)
@@ -153,6 +167,8 @@ static struct fut__op write_op(const struct fut_io_write *f,
     return op;
 }
 
+static const struct fut_future_vtable write_done_vt;
+
 static int write_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_io_write *f = (struct fut_io_write *)fb;
@@ -178,8 +194,10 @@ static int write_poll(struct fut_future *fb, struct fut_context *cx)
     struct fut__op op = write_op(f, io, want);
     long res;
     int step = fut__io_submit(io, &op, cx, &res);
-    return finish(step, &f->waiting, &f->result, res) ? FUT_READY
-                                                      : FUT_PENDING;
+    if (!finish(step, &f->waiting, &f->result, res))
+        return FUT_PENDING;
+    fb->vt = &write_done_vt; /* nothing to drop (see the read's) */
+    return FUT_READY;
 }
 
 static void write_drop(struct fut_future *fb)
@@ -192,6 +210,8 @@ static void write_drop(struct fut_future *fb)
 
 static const struct fut_future_vtable write_vt = {write_poll, write_drop,
                                                   "io_write", NULL};
+static const struct fut_future_vtable write_done_vt = {write_poll, NULL,
+                                                       "io_write", NULL};
 
 static void write_setup(struct fut_io_write *f, struct fut_io *io,
                         const void *buf, size_t len, int flags, int op)
@@ -239,6 +259,8 @@ void fut_io_writev_init(struct fut_io_write *f, struct fut_io *io,
 
 /* ------------------------------------------------------------- write_all */
 
+static const struct fut_future_vtable write_all_done_vt;
+
 static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
 {
     struct fut_io_write_all *f = (struct fut_io_write_all *)fb;
@@ -273,12 +295,14 @@ static int write_all_poll(struct fut_future *fb, struct fut_context *cx)
         if (res <= 0) {
             f->result = res < 0 ? res : -EIO; /* write(2) never says 0 */
             f->waiting = 0;
+            fb->vt = &write_all_done_vt; /* nothing to drop */
             return FUT_READY;
         }
         f->done += (size_t)res;
     }
     f->waiting = 0;
     f->result = (ssize_t)f->len;
+    fb->vt = &write_all_done_vt; /* nothing to drop (see the read's) */
     return FUT_READY;
 }
 
@@ -292,6 +316,8 @@ static void write_all_drop(struct fut_future *fb)
 
 static const struct fut_future_vtable write_all_vt = {
     write_all_poll, write_all_drop, "io_write_all", NULL};
+static const struct fut_future_vtable write_all_done_vt = {
+    write_all_poll, NULL, "io_write_all", NULL};
 
 void fut_io_write_all_init(struct fut_io_write_all *f, struct fut_io *io,
                            const void *buf, size_t len)

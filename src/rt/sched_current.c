@@ -30,6 +30,35 @@
  *     off 'refs', which leaves exactly the number of blocks still alive;
  *     the free that brings it to 0 frees the scheduler.
  *
+ * Atomic read-modify-writes on the run path (issue 35: which a single
+ * runtime thread can do without, and which it cannot):
+ *   - removed: the swap of 'main_woken' on every batch. block_on reads it
+ *     (relaxed) and swaps it only when it reads 1. Main wakers on any
+ *     thread only set it; only the runtime thread clears it, so a 0 read
+ *     leaves nothing to clear, and a wake after that read is seen by the
+ *     next batch's read or by park's acquire load before it sleeps (the
+ *     waker's unpark, after its store, ends that sleep);
+ *   - not RMWs already: the local run queue, the batch 'countdown' (a
+ *     register while block_on runs) and the runtime thread's statistics
+ *     (one writer: relaxed load + store, still atomics because
+ *     fut_runtime_stats reads them from any thread);
+ *   - kept, because another thread can race with them: every RMW on a
+ *     task's state word (src/rt/task.c), the same code as the
+ *     multi-thread runtime's. A waker cloned into another thread calls
+ *     fut_waker_wake there, and that wake goes straight to the state word
+ *     (only its queueing goes through the remote queue), so on one
+ *     runtime thread too: the wake's CAS (two wakes of an idle task: one
+ *     alone may set RUNNING and queue it), the poll's fetch_and of
+ *     NOTIFIED and the idle CAS (a remote wake that sets NOTIFIED between
+ *     a plain load and store would be lost: test/core_task.c
+ *     remote_wake_pingpong, and the model checker's mc_task_wake_run),
+ *     the waker clone's fetch_add and every reference drop (a remote
+ *     waker drops its reference concurrently), and completion (the last
+ *     reference may be a remote waker's; a detached task whose list
+ *     reference is its only one is freed without an RMW already);
+ *   - kept: the remote queue's counters (push_remote: any thread), 'refs'
+ *     (any thread, rare paths only), 'in_block_on' (once per block_on).
+ *
  * Fairness: the main future is polled when woken, between batches of at
  * most 'event_interval' tasks; the remote queue is drained every
  * 'event_interval' ticks and whenever the local queue runs dry.
@@ -645,13 +674,15 @@ sim_ran_task(struct ct_sched *c, struct fut_task *t,
         simw(c)->cur = -1; /* no worker's poll runs now */
 }
 
-static void run_task(struct ct_sched *c, struct fut_task *t)
+/* 'sim': c->base.sim is set (block_on reads it once: the poll may write
+ * memory the compiler cannot rule out, so it would be re-read per task). */
+FUT__HOT_INLINE void run_task(struct ct_sched *c, struct fut_task *t, int sim)
 {
     stat_inc(&c->n_polls);
     int spent = 0;
     /* Every other runtime polls without the simulation's tag copy. */
     struct fut__sim_tag tag, *g = NULL;
-    if (FUT_UNLIKELY(c->base.sim)) {
+    if (FUT_UNLIKELY(sim)) {
         tag = *sim_tag(t);
         g = &tag;
     }
@@ -743,9 +774,18 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     cx.task = NULL;
     fut__store(&c->main_woken, 1, FUT__RELAXED);
     int ret = 0;
+    /* Read once: both are fixed while block_on runs (set at creation);
+     * 'countdown' lives in a register while it runs (block_on does not
+     * nest: EBUSY), back in 'c' for the next block_on. */
+    const int sim = s->sim != NULL;
+    const int interval = c->event_interval;
+    int countdown = c->countdown;
     for (;;) {
-        /* Acquire: pairs with the main waker's release store. */
-        if (fut__swap(&c->main_woken, 0, FUT__ACQUIRE)) {
+        /* The swap only when a wake is seen (see the rules: no RMW per
+         * batch when the main future was not woken). Acquire: pairs with
+         * the main waker's release store. */
+        if (fut__load(&c->main_woken, FUT__RELAXED) &&
+            fut__swap(&c->main_woken, 0, FUT__ACQUIRE)) {
             cx.budget = c->budget;
             int ready = fut_poll(f, &cx) == FUT_READY;
             sim_main_step(c, ready);
@@ -753,20 +793,22 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
                 break;
         }
         int n;
-        for (n = 0; n < c->event_interval && !c->sim_stopped; n++) {
-            struct fut_task *t = pop_local(c);
+        for (n = 0; n < interval; n++) {
+            if (FUT_UNLIKELY(sim) && c->sim_stopped)
+                break;
+            struct fut_task *t = sim ? sim_pop(c) : list_pop(c);
             if (!t && drain_remote(c))
-                t = pop_local(c);
+                t = sim ? sim_pop(c) : list_pop(c);
             if (!t)
                 break;
-            run_task(c, t);
-            if (--c->countdown == 0) {
-                c->countdown = c->event_interval;
+            run_task(c, t, sim);
+            if (--countdown == 0) {
+                countdown = interval;
                 drain_remote(c);
                 poll_driver(c);
             }
         }
-        if (c->sim_stopped) {
+        if (FUT_UNLIKELY(sim) && c->sim_stopped) {
             ret = c->sim_stopped == SIM_DEADLOCK ? -EDEADLK : FUT_ECANCELED;
             if (c->sim_stopped == SIM_DEADLOCK) {
                 fut__sim_deadlock(s->sim);
@@ -777,6 +819,7 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
         if (n == 0)
             park(c);
     }
+    c->countdown = countdown;
     fut__pool_flush(&c->pool); /* still its owner (see internal.h) */
     if (s->watch)
         fut__watch_unbind(saved_ws);

@@ -51,6 +51,9 @@
  * the live-task list's reference keeps it alive (C10: never polled by two
  * threads - only the RUNNING setter queues it; a wake while it runs
  * re-queues it once, through NOTIFIED).
+ * Every RMW above stays an RMW on the current-thread runtime too: a waker
+ * may be woken or dropped on any thread, and such a wake reaches this
+ * word directly (src/rt/sched_current.c's rules list them).
  */
 #include <inttypes.h>
 #include <stdio.h>
