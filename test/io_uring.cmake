@@ -3,7 +3,8 @@
 # kernel cannot give io_uring (the cases show as skipped).
 if(FUT_HAVE_URING)
   # 'probe' runs once: the probe is per process, not per runtime flavour.
-  set(uring_cases ownership leaks accept multishot pool faults locality)
+  set(uring_cases ownership leaks accept multishot pool faults locality
+    record)
   # 'lifecycle' is the multi-thread runtime's (its rings' rescue): .mt only.
   fut_check_test(io_uring CASES ${uring_cases} probe
     MT_CASES ${uring_cases} lifecycle TIMEOUT 180)

@@ -270,6 +270,37 @@ struct fut__io {
                             deregistration checks it is still that one */
 };
 
+/* The waker slots of an fd, for the reactor and a completion backend
+ * (io_uring parks its native ops' wakers here: one record per fd). All
+ * three under io->lock (or, on a one-thread backend, on its thread). */
+static inline struct fut_waker *fut__io_slot(struct fut__io *io, unsigned dir)
+{
+    return dir == FUT__DIR_READ ? &io->rd : &io->wr;
+}
+
+/* Parks 'w' in the slot of 'dir' for a completion, which takes it
+ * (fut__io_slot_take): not kept (reactor.c's rules), so that a readiness
+ * dispatch or the kept fast path never mistakes it for a kept waker. */
+static inline void fut__io_slot_park(struct fut__io *io, unsigned dir,
+                                     const struct fut_waker *w)
+{
+    fut_waker_set(fut__io_slot(io, dir), w);
+    /* Relaxed, as every write of 'kept' (struct fut__io says who reads
+     * it): the lock, or the task's own ordering, pairs it. */
+    fut__store(&io->kept[dir - 1], 0, FUT__RELAXED);
+}
+
+/* Takes the waker out of the slot of 'dir' (none: vt NULL); the caller
+ * wakes or drops it after it released io->lock. */
+static inline struct fut_waker fut__io_slot_take(struct fut__io *io,
+                                                 unsigned dir)
+{
+    struct fut_waker *slot = fut__io_slot(io, dir), w = *slot;
+    slot->vt = NULL;
+    fut__store(&io->kept[dir - 1], 0, FUT__RELAXED);
+    return w;
+}
+
 /* Wraps 'fd' (already non-blocking). 'ready' = the readiness assumed at
  * first (FUT__RD_READ|FUT__RD_WRITE: try the syscall before waiting).
  * Returns 0 with '*out' set, or FUT_ENOMEM (the fd is not closed). */

@@ -42,7 +42,18 @@
  *     writer's waker is not woken by every read event (edge-triggered
  *     epoll reports EPOLLOUT with each one);
  *   - 'drv' is written once, under the fd's lock, by the registering
- *     poller; the waker slots are read and written only under that lock;
+ *     poller; the waker slots are read and written only under that lock
+ *     (a one-thread io_uring ring's parks and CQEs, on its one thread,
+ *     without it);
+ *   - a completion backend (io_uring) has no record of its own: its
+ *     native ops park their wakers in these slots with 'kept' 0
+ *     (fut__io_slot_park), and its completions take them
+ *     (fut__io_slot_take) and wake them after the lock, so the kept
+ *     rules above apply to readiness waits only. A dispatch that finds
+ *     a native op's waker takes and wakes it (the op polls again); a
+ *     completion that finds a kept waker takes it and clears 'kept' (the
+ *     task's next readiness wait registers again). The backend's own
+ *     rules are in src/io/uring/internal.h ("One record");
  *   - a foreign fd (fd.c) is deregistered by fut__io_cancel: 'gone' set
  *     and both wakers taken under the fd's lock, then woken. A poller
  *     checks 'gone' under the same lock before it parks a waker, so no
@@ -68,31 +79,19 @@ static unsigned dir_mask(unsigned dir)
     return dir == FUT__DIR_READ ? READ_MASK : WRITE_MASK;
 }
 
-/* The waker slot of 'dir' and its 'kept' word. */
-static struct fut_waker *slot_of(struct fut__io *io, unsigned dir)
-{
-    return dir == FUT__DIR_READ ? &io->rd : &io->wr;
-}
-
 /* Parks 'w' in the slot of 'dir' (under io->lock): kept between events
  * when it is a task's (see the rules). */
 static void slot_set(struct fut__io *io, unsigned dir,
                      const struct fut_waker *w)
 {
-    fut_waker_set(slot_of(io, dir), w);
+    fut_waker_set(fut__io_slot(io, dir), w);
     fut__store(&io->kept[dir - 1],
                w->vt == &fut__task_waker_vt ? (uintptr_t)w->data : 0,
                FUT__RELAXED);
 }
 
 /* Takes the waker out of the slot of 'dir' (under io->lock). */
-static struct fut_waker slot_take(struct fut__io *io, unsigned dir)
-{
-    struct fut_waker *slot = slot_of(io, dir), w = *slot;
-    slot->vt = NULL;
-    fut__store(&io->kept[dir - 1], 0, FUT__RELAXED);
-    return w;
-}
+#define slot_take fut__io_slot_take
 
 int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
 {
@@ -191,9 +190,8 @@ int fut__io_attach(struct fut__io *io)
 void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx)
 {
     fut__mutex_lock(&io->lock);
-    fut_waker_set(slot_of(io, dir), &cx->waker);
     /* Its completion takes it (fut__io_wake): not kept. */
-    fut__store(&io->kept[dir - 1], 0, FUT__RELAXED);
+    fut__io_slot_park(io, dir, &cx->waker);
     fut__mutex_unlock(&io->lock);
 }
 

@@ -66,19 +66,22 @@
  *   - only a ring's owner thread touches the ring (SQ, CQ, buffer ring,
  *     pools): SINGLE_ISSUER holds. Another thread that polls or drops a
  *     future of the fd (a task that migrated, a block_on) works on the
- *     fd's state under its lock ('struct ufd'.lock) and asks the owner for
+ *     fd's state under the fd's lock - the reactor's io->lock, one record
+ *     per fd (internal.h's rules "One record") - and asks the owner for
  *     what only the owner may do through the ring's inbox: issue an op (its
  *     SQE prepared in the op), cancel one, hand a provided buffer back,
  *     close the fd (after the SQEs naming it went out), free the fd's
  *     state. Requests run in order, at the owner's next wait, which a post
  *     wakes when it sleeps (kick);
- *   - completions run on the owner under the fd's lock; wakers are woken
- *     under it (a wake only queues a task); a readiness dispatch runs
- *     after it is released (the reactor's lock comes first: watch runs
- *     under it);
+ *   - completions run on the owner under the fd's lock; the wakers they
+ *     take from io's slots are woken after it is released, as the
+ *     reactor's are, and so is a readiness dispatch (which takes the
+ *     lock itself); a completion for an fd whose io was freed (f->dead)
+ *     takes no lock at all;
  *   - an fd's state lives while an op points to it (nops) and its io
  *     until the inbox's FORGET: the last closer's requests come before
- *     it;
+ *     it; from FORGET on, f->dead tells the ring's holder not to touch
+ *     the io;
  *   - the worker retires its ring at shutdown, once every worker stopped
  *     polling (rt/multi/shutdown.c): the fds' state is detached, bytes
  *     nobody read kept in their spill, the ring cancelled and freed.
@@ -198,8 +201,7 @@ static int uring_op_in(struct fut__backend *b, struct fut__io *io,
 static void drop_poll(struct fut__backend *b, struct fut__io *io,
                       struct ufd *f)
 {
-    fut__mutex_lock(&io->lock);
-    f_lock(f);
+    fut__mutex_lock(&io->lock); /* f's lock too (internal.h) */
     struct uop *u = f->poll;
     if (u) {
         f->poll = NULL;
@@ -207,13 +209,13 @@ static void drop_poll(struct fut__backend *b, struct fut__io *io,
         fut__ur_cancel_op(b, u);
     }
     io->watched = 0;
-    f_unlock(f);
     fut__mutex_unlock(&io->lock);
 }
 
-/* The future of the op in 'dir' was dropped while PENDING. Reads and
- * accepts stay in flight for the next one (adopted); a write is
- * cancelled, its op orphaned (retired on its CQE). */
+/* The future of the op in 'dir' was dropped while PENDING (its waker
+ * fut__io_unwait took from io's slot already). Reads and accepts stay in
+ * flight for the next one (adopted); a write is cancelled, its op
+ * orphaned (retired on its CQE). */
 static void uring_op_drop_in(struct fut__backend *b, struct fut__io *io,
                              unsigned dir)
 {
@@ -223,7 +225,6 @@ static void uring_op_drop_in(struct fut__backend *b, struct fut__io *io,
         return;
     b = f->owner;
     f_lock(f);
-    unpark(f, dir);
     struct uop *u = f->wr;
     if (dir == FUT__DIR_WRITE && u) {
         f->wr = NULL;
@@ -239,7 +240,8 @@ static void uring_op_drop_in(struct fut__backend *b, struct fut__io *io,
 
 /* ------------------------------------------------------ watch (poll) */
 
-/* Under io's lock (the reactor's io_watch). */
+/* Under io's lock (the reactor's io_watch), which is f's: not taken
+ * again (internal.h's rules "One record"). */
 static int uring_watch_in(struct fut__backend *b, struct fut__io *io)
 {
     check_thread(b);
@@ -247,7 +249,6 @@ static int uring_watch_in(struct fut__backend *b, struct fut__io *io)
     if (!f)
         return FUT_ENOMEM;
     b = f->owner;
-    f_lock(f);
     int r = 0;
     if (!f->poll) {
         struct uop *u = fut__ur_uop_new(b, io, U_POLL);
@@ -258,7 +259,6 @@ static int uring_watch_in(struct fut__backend *b, struct fut__io *io)
             r = FUT_ENOMEM;
         }
     }
-    f_unlock(f);
     return r;
 }
 
@@ -275,8 +275,11 @@ static int uring_unwatch_in(struct fut__backend *b, struct fut__io *io)
     b = f->owner;
     int mine = ur_mine(b);
     f_lock(f);
-    unpark(f, FUT__DIR_READ);
-    unpark(f, FUT__DIR_WRITE);
+    /* Empty when the last handle went (io_release took them); a
+     * retiring ring's detach (detach_drain) drops the native waiters'
+     * here. Dropped after the unlock. */
+    struct fut_waker r = fut__io_slot_take(io, FUT__DIR_READ);
+    struct fut_waker w = fut__io_slot_take(io, FUT__DIR_WRITE);
     struct uop *ops[4] = {f->rd, f->ms, f->wr, f->poll};
     int stale = 0;
     for (int i = 0; mine && i < 4; i++) /* b->gen: the owner's */
@@ -297,6 +300,8 @@ static int uring_unwatch_in(struct fut__backend *b, struct fut__io *io)
         deferred = 1;
     }
     f_unlock(f);
+    fut_waker_drop(&r);
+    fut_waker_drop(&w);
     return deferred;
 }
 
@@ -366,8 +371,7 @@ static int uring_forget_in(struct fut__backend *b, struct fut__io *io,
     struct ufd *f = ufd_load(io);
     if (!f)
         return 0;
-    if (f->shared && !detach) {
-        ufd_mt(f)->io = io;
+    if (f->shared && !detach) { /* f->io is io: the owner frees it */
         fut__ur_post(f->owner, &ufd_mt(f)->forget_req);
         return 1;
     }

@@ -141,29 +141,34 @@ struct ufd {
     struct uop *wr;   /* SEND of the current writer */
     struct uop *poll; /* the watch's multishot POLL_ADD */
     struct chunk *head, *tail;
-    size_t queued;              /* bytes on the queue */
-    struct acceptq *aq;         /* a listener's fds accepted for nobody yet */
-    long end;                   /* 1: not ended; 0: EOF; < 0: error (once;
-                              a listener's after the fds queued first) */
-    int nobufs;                 /* the multishot ran dry: next arm is solo */
-    int fslot;                  /* its fixed-file slot in owner's table + 1;
-                              0: none yet; -1: released (the fd closes).
-                              The owner thread's alone */
-    struct fut_waker rw, ww;    /* the native reader's and writer's wakers
-                              (under 'lock' on a shared ring; readiness
-                              waits use the fd's own slots) */
+    size_t queued;      /* bytes on the queue */
+    struct acceptq *aq; /* a listener's fds accepted for nobody yet */
+    long end;           /* 1: not ended; 0: EOF; < 0: error (once; a
+                           listener's after the fds queued first) */
+    int nobufs;         /* the multishot ran dry: next arm is solo */
+    int fslot;          /* its fixed-file slot in owner's table + 1; 0:
+                           none yet; -1: released (the fd closes). The
+                           owner thread's alone */
+    /* The fd's record (one per fd: the reactor's): its lock is f's lock
+     * and its slots ('rd', 'wr') hold the native reader's and writer's
+     * wakers (the rules "One record" below). Set when f is made (under
+     * io's lock), valid until 'dead'; NULL from then. */
+    struct fut__io *io;
     struct fut__backend *owner; /* the ring its ops go to (fixed) */
     int shared;                 /* owner is one of several rings: a ufd_mt */
+    unsigned wake;              /* FUT__DIR_* a CQE made ready: on_cqe
+                                   takes those wakers and wakes them after
+                                   io's lock (under it) */
     unsigned nops;              /* uops pointing here (u->f) */
-    int dead;                   /* the io is gone: freed with the last op */
+    int dead;                   /* the io is gone: freed with the last op.
+                                   Written and read by the ring's holder
+                                   only (ur_mine) */
 };
 
-/* The state of an fd on a shared ring: the lock and the requests. */
+/* The requests of an fd on a shared ring (its lock is io's). */
 struct ufd_mt {
     struct ufd f;
-    fut__mutex lock;    /* guards every field of 'f' */
-    int close_fd;       /* REQ_CLOSE: the fd the owner closes */
-    struct fut__io *io; /* REQ_FORGET: the io the owner frees */
+    int close_fd; /* REQ_CLOSE: the fd the owner closes */
     struct ureq close_req, forget_req;
 };
 
@@ -283,17 +288,47 @@ static inline void ur_leave(int took)
     }
 }
 
-/* f's lock, on a shared ring only. */
+/* One record. An fd has one record, the reactor's struct fut__io; the
+ * io_uring state of an fd (struct ufd: its ops, its queue, its fixed-file
+ * slot) hangs off it (io->bstate[0]) and has neither a lock nor wakers of
+ * its own:
+ *   - f's lock is io->lock, taken on a shared ring only (a lone ring's
+ *     every touch comes from its one thread: check_thread). So the
+ *     reactor's entries that run under io->lock (watch) are under f's
+ *     lock already and must not take it again (non-recursive);
+ *   - the native reader's and writer's wakers are parked in io's slots
+ *     ('rd', 'wr') with 'kept' 0 (fut__io_slot_park): a completion takes
+ *     them, and neither a readiness dispatch nor fut__io_ready's kept
+ *     fast path treats them as kept. A dispatch that finds one takes
+ *     and wakes it (a spurious wake: the op polls again and re-parks);
+ *     a CQE that finds a readiness wait's waker takes it (the task's
+ *     next readiness wait registers again, by the lock). One waiter per
+ *     direction, as on epoll;
+ *   - a CQE does not wake under io's lock (the reactor's rule): its
+ *     handlers mark the directions in f->wake, and on_cqe takes those
+ *     wakers under the lock and wakes them after it. The wakers unwatch and
+ *     forget take are dropped after the unlock; a waker a native park
+ *     replaces is dropped in place, as the reactor's own parks do (a drop
+ *     only releases a reference);
+ *   - f outlives its io (late CQEs of ops in flight after the io was
+ *     freed): f->io is valid until f->dead, which forget sets under io's
+ *     lock on the ring's holder. Only the holder reads 'dead' without the
+ *     lock - the CQE path and the inbox, which run there - and from then
+ *     on it touches neither io->lock nor io's slots: nobody else reaches
+ *     a dead f (io->bstate[0] was cleared, and the ops' u->io are NULL).
+ */
+
+/* f's lock (io's), on a shared ring only; f not dead. */
 static inline void f_lock(struct ufd *f)
 {
     if (f->shared)
-        fut__mutex_lock(&ufd_mt(f)->lock);
+        fut__mutex_lock(&f->io->lock);
 }
 
 static inline void f_unlock(struct ufd *f)
 {
     if (f->shared)
-        fut__mutex_unlock(&ufd_mt(f)->lock);
+        fut__mutex_unlock(&f->io->lock);
 }
 
 static inline struct ufd *ufd_of(struct fut__io *io)
@@ -301,35 +336,18 @@ static inline struct ufd *ufd_of(struct fut__io *io)
     return (struct ufd *)io->bstate[0];
 }
 
-/* The waker slot of 'dir' in 'f'. */
-static inline struct fut_waker *slot(struct ufd *f, unsigned dir)
-{
-    return dir == FUT__DIR_READ ? &f->rw : &f->ww;
-}
-
+/* Parks cx's waker in io's slot of 'dir' for a native op (under f's
+ * lock): its CQE takes it (wake). */
 static inline void park(struct ufd *f, unsigned dir, struct fut_context *cx)
 {
-    fut_waker_set(slot(f, dir), &cx->waker);
+    fut__io_slot_park(f->io, dir, &cx->waker);
 }
 
+/* A CQE made 'dir' ready (under f's lock, f not dead): on_cqe wakes its
+ * waker once it released the lock. */
 static inline void wake(struct ufd *f, unsigned dir)
 {
-    struct fut_waker *w = slot(f, dir);
-    if (!fut_waker_is_set(w))
-        return;
-    struct fut_waker t = *w;
-    w->vt = NULL;
-    fut_waker_wake(&t);
-}
-
-static inline void unpark(struct ufd *f, unsigned dir)
-{
-    struct fut_waker *w = slot(f, dir);
-    if (!fut_waker_is_set(w))
-        return;
-    struct fut_waker t = *w;
-    w->vt = NULL;
-    fut_waker_drop(&t);
+    f->wake |= dir;
 }
 
 #ifdef FUT_DEBUG
@@ -355,7 +373,7 @@ static inline int ur_nothing(long res)
 /* ---------------------------------------------- stream.c */
 
 /* The native ops (the backend's 'op' on a stream or listening socket),
- * under f's lock: FUT_READY with '*res' set, or FUT_PENDING (cx's waker
+ * under f's lock (io's, on a shared ring): FUT_READY with '*res' set, or FUT_PENDING (cx's waker
  * parked on f). */
 int fut__ur_recv(struct fut__backend *b, struct fut__io *io, struct ufd *f,
                  const struct fut__op *op, struct fut_context *cx, long *res);
@@ -409,7 +427,8 @@ struct uop *fut__ur_uop_new(struct fut__backend *b, struct fut__io *io,
  * frees f when that made it 0 and f is dead). */
 void fut__ur_uop_free(struct fut__backend *b, struct uop *u);
 /* Frees 'u' after its last CQE; one posted to the inbox (a cancel asked
- * by another thread) is freed there instead. Under f's lock. */
+ * by another thread) is freed there instead. Under f's lock, or on a
+ * dead f by the ring's holder (the rules "One record"). */
 void fut__ur_retire(struct fut__backend *b, struct uop *u);
 /* Gives 'u' a buffer of at least 'cap' bytes: 0 or FUT_ENOMEM. */
 int fut__ur_uop_buffer(struct fut__backend *b, struct uop *u, size_t cap);

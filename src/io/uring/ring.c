@@ -248,11 +248,11 @@ struct ufd *fut__ur_ufd_get(struct fut__backend *b, struct fut__io *io)
         return NULL;
     memset(f, 0, size);
     f->end = 1;
+    f->io = io; /* valid until 'dead' (internal.h's rules "One record") */
     f->owner = b;
     f->shared = b->shared;
     if (f->shared) {
         struct ufd_mt *m = ufd_mt(f);
-        fut__mutex_init(&m->lock);
         m->close_req.type = REQ_CLOSE;
         m->forget_req.type = REQ_FORGET;
     }
@@ -302,7 +302,6 @@ void fut__ur_ufd_free(struct ufd *f)
     if (f->aq)
         fut__free(f->aq, sizeof *f->aq + f->aq->cap * sizeof(int));
     if (f->shared) {
-        fut__mutex_destroy(&ufd_mt(f)->lock);
         fut__free(f, sizeof(struct ufd_mt));
         return;
     }

@@ -26,9 +26,10 @@ void fut__ur_arm_poll(struct fut__backend *b, struct fut__io *io,
     fut__ur_sqe_op(b, s, u);
 }
 
-/* Under f's lock, which it releases for the dispatch (the reactor's
- * lock comes before f's) and takes again: 'io' stays, since only this
- * thread frees it (the inbox's FORGET, or forget on a lone ring). */
+/* Under f's lock (io's, on a shared ring), which it releases for the
+ * dispatch (fut__io_dispatch takes io's lock itself) and takes again:
+ * 'io' stays, since only this thread frees it (the inbox's FORGET, or
+ * forget on a lone ring). */
 static void on_poll(struct fut__backend *b, struct uop *u, long res, int more,
                     uint32_t tick)
 {
@@ -68,7 +69,7 @@ static void on_poll(struct fut__backend *b, struct uop *u, long res, int more,
 
 void fut__ur_forget(struct fut__backend *b, struct fut__io *io, struct ufd *f)
 {
-    f_lock(f);
+    f_lock(f); /* io's: alive until the caller frees it */
     struct uop *ops[4] = {f->rd, f->ms, f->wr, f->poll};
     f->rd = f->ms = f->wr = f->poll = NULL;
     for (int i = 0; i < 4; i++) {
@@ -85,12 +86,21 @@ void fut__ur_forget(struct fut__backend *b, struct fut__io *io, struct ufd *f)
     int fd;
     while ((fd = fut__ur_aq_pop(f)) >= 0)
         fut__sys_close(fd);
-    unpark(f, FUT__DIR_READ);
-    unpark(f, FUT__DIR_WRITE);
+    /* Empty already when the io's last handle went (io_release took
+     * them) or it was detached; taken for the drop after the unlock. */
+    struct fut_waker r = fut__io_slot_take(io, FUT__DIR_READ);
+    struct fut_waker w = fut__io_slot_take(io, FUT__DIR_WRITE);
     fut__ur_file_release(b, f); /* if its unwatch did not */
+    f->wake = 0;
+    /* From here the CQE path and the inbox (this thread's, the ring's
+     * holder) touch neither io's lock nor its slots (internal.h's rules
+     * "One record"): the io may be freed as soon as we return. */
     f->dead = 1;
     int gone = f->nops == 0;
     f_unlock(f);
+    f->io = NULL;
+    fut_waker_drop(&r);
+    fut_waker_drop(&w);
     /* Release: pairs with backend.c's ufd_load (nobody polls it now; tidy). */
     fut__store_slot(&io->bstate[0], NULL, FUT__RELEASE);
     if (gone)
@@ -140,16 +150,35 @@ static void on_cqe(struct fut__backend *b, const struct io_uring_cqe *cqe,
     }
     struct uop *u = (struct uop *)(uintptr_t)ud;
     struct ufd *f = u->f;
-    f_lock(f);
+    /* A dead f's io may be freed: its lock and slots are not touched
+     * ('dead' is this thread's: internal.h's rules "One record"). */
+    struct fut__io *io = f->dead ? NULL : f->io;
+    if (io)
+        f_lock(f);
     (*n)++;
     on_op_cqe(b, u, cqe, more, tick);
+    struct fut_waker r = FUT_WAKER_NONE, w = FUT_WAKER_NONE;
+    if (f->wake) { /* set only while the io lives (u->io) */
+        if (f->wake & FUT__DIR_READ)
+            r = fut__io_slot_take(io, FUT__DIR_READ);
+        if (f->wake & FUT__DIR_WRITE)
+            w = fut__io_slot_take(io, FUT__DIR_WRITE);
+        f->wake = 0;
+    }
     int gone = f->dead && f->nops == 0;
-    f_unlock(f);
+    if (io)
+        f_unlock(f);
     if (gone)
         fut__ur_ufd_free(f);
+    /* After the lock, as the reactor wakes (its rules). */
+    if (fut_waker_is_set(&r))
+        fut_waker_wake(&r);
+    if (fut_waker_is_set(&w))
+        fut_waker_wake(&w);
 }
 
-/* One CQE of op 'u', under its fd's lock. */
+/* One CQE of op 'u', under its fd's lock (none when f is dead); wakes
+ * by marking f->wake (on_cqe wakes after the lock). */
 static void on_op_cqe(struct fut__backend *b, struct uop *u,
                       const struct io_uring_cqe *cqe, int more, uint32_t tick)
 {
@@ -279,10 +308,14 @@ void fut__ur_drain(struct fut__backend *b)
         case REQ_OP: {
             struct uop *u = fut__container_of(r, struct uop, req);
             f = u->f;
-            f_lock(f);
+            /* A dead f's io may be freed (as in on_cqe). */
+            int live = !f->dead;
+            if (live)
+                f_lock(f);
             inbox_op(b, u);
             int gone = f->dead && f->nops == 0;
-            f_unlock(f);
+            if (live)
+                f_unlock(f);
             if (gone)
                 fut__ur_ufd_free(f);
             break;
@@ -297,7 +330,7 @@ void fut__ur_drain(struct fut__backend *b)
         default: /* REQ_FORGET: the last request of an fd */
             f = &fut__container_of(r, struct ufd_mt, forget_req)->f;
             {
-                struct fut__io *io = ufd_mt(f)->io;
+                struct fut__io *io = f->io;
                 fut__ur_forget(b, io, f);
                 fut__io_free(io);
             }
