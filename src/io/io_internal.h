@@ -356,9 +356,6 @@ int fut__io_spill_fd(struct fut__io *io, int fd);
 /* Copies up to 'len' spilled bytes to 'buf' (consuming them unless
  * 'peek'); returns the count (0: none spilled). */
 size_t fut__io_unspill(struct fut__io *io, void *buf, size_t len, int peek);
-/* Parks the waker of 'cx' in the slot of 'dir' (a completion backend's
- * op in flight; its completion wakes it through fut__io_wake). */
-void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx);
 /* Clears 'bits' unless an event newer than 'tick' landed (ABA guard). */
 void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick);
 /* Registers 'io' with the driver of this thread now (a foreign fd: its
@@ -381,8 +378,6 @@ void fut__io_unref(struct fut__io *io);
 void fut__io_unwait(struct fut__io *io, unsigned dir);
 /* Records an event (backend wait). */
 void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick);
-/* Wakes (takes out and wakes) the waker in 'dir' (completion backends). */
-void fut__io_wake(struct fut__io *io, unsigned dir);
 /* Frees what a closed io left on d's release list (driver, each turn),
  * after the backend forgot each. */
 void fut__io_reap(struct fut__iodrv *d, struct fut__io *list);

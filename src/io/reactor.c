@@ -90,9 +90,6 @@ static void slot_set(struct fut__io *io, unsigned dir,
                FUT__RELAXED);
 }
 
-/* Takes the waker out of the slot of 'dir' (under io->lock). */
-#define slot_take fut__io_slot_take
-
 int fut__io_new(int fd, int kind, unsigned ready, struct fut_io **out)
 {
     struct fut__io *io = fut__alloc(sizeof *io);
@@ -187,14 +184,6 @@ int fut__io_attach(struct fut__io *io)
     return r;
 }
 
-void fut__io_park(struct fut__io *io, unsigned dir, struct fut_context *cx)
-{
-    fut__mutex_lock(&io->lock);
-    /* Its completion takes it (fut__io_wake): not kept. */
-    fut__io_slot_park(io, dir, &cx->waker);
-    fut__mutex_unlock(&io->lock);
-}
-
 /* fut__io_ready_slow's rarer cases (under io->lock): the fd's first wait
  * registers it with this thread's driver (or, attached by a completion
  * backend's op, asks the backend to watch it); another runtime's fd is
@@ -274,7 +263,7 @@ void fut__io_clear(struct fut__io *io, unsigned bits, uint32_t tick)
 void fut__io_unwait(struct fut__io *io, unsigned dir)
 {
     fut__mutex_lock(&io->lock);
-    struct fut_waker w = slot_take(io, dir);
+    struct fut_waker w = fut__io_slot_take(io, dir);
     if (dir == FUT__DIR_WRITE)
         io->wr_kept_set = 0; /* its writer is gone: no one to tell */
     struct fut__iodrv *d = io->drv;
@@ -282,15 +271,6 @@ void fut__io_unwait(struct fut__io *io, unsigned dir)
     fut_waker_drop(&w);
     if (d && d->bvt->op_drop)
         d->bvt->op_drop(d->be, io, dir);
-}
-
-void fut__io_wake(struct fut__io *io, unsigned dir)
-{
-    fut__mutex_lock(&io->lock);
-    struct fut_waker w = slot_take(io, dir);
-    fut__mutex_unlock(&io->lock);
-    if (fut_waker_is_set(&w))
-        fut_waker_wake(&w);
 }
 
 void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
@@ -311,11 +291,11 @@ void fut__io_dispatch(struct fut__io *io, unsigned ready, uint32_t tick)
     if (ready & READ_MASK)
         r = fut__load(&io->kept[0], FUT__RELAXED)
                 ? fut_waker_clone(&io->rd)
-                : slot_take(io, FUT__DIR_READ);
+                : fut__io_slot_take(io, FUT__DIR_READ);
     if (ready & WRITE_MASK)
         w = fut__load(&io->kept[1], FUT__RELAXED)
                 ? fut_waker_clone(&io->wr)
-                : slot_take(io, FUT__DIR_WRITE);
+                : fut__io_slot_take(io, FUT__DIR_WRITE);
     fut__mutex_unlock(&io->lock);
     if (fut_waker_is_set(&r))
         fut_waker_wake(&r);
@@ -350,8 +330,8 @@ void fut__io_reap(struct fut__iodrv *d, struct fut__io *list)
 static void take_wakers(struct fut__io *io, struct fut_waker *r,
                         struct fut_waker *w)
 {
-    *r = slot_take(io, FUT__DIR_READ);
-    *w = slot_take(io, FUT__DIR_WRITE);
+    *r = fut__io_slot_take(io, FUT__DIR_READ);
+    *w = fut__io_slot_take(io, FUT__DIR_WRITE);
 }
 
 void fut__io_detach_all(struct fut__iodrv *d)
