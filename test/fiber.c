@@ -738,6 +738,86 @@ START_TEST(yield_next)
 }
 END_TEST
 
+/* Each fiber keeps its own floating-point control state on x86-64 (the
+ * switch saves MXCSR and the x87 control word, and loads the other
+ * side's only when they differ): a fiber that rounds upward keeps doing
+ * so across its yields, while the fibers beside it, the driver and the
+ * thread that ran the runtime keep rounding to nearest. */
+#if defined(__x86_64__)
+#define MXCSR_RC (3u << 13) /* rounding control; the low 6 bits are flags */
+#define X87_RC (3u << 10)
+
+static unsigned mxcsr_get(void)
+{
+    unsigned v;
+    __asm__ volatile("stmxcsr %0" : "=m"(v));
+    return v;
+}
+
+static void mxcsr_set(unsigned v)
+{
+    __asm__ volatile("ldmxcsr %0" : : "m"(v));
+}
+
+static unsigned short x87cw_get(void)
+{
+    unsigned short v;
+    __asm__ volatile("fnstcw %0" : "=m"(v));
+    return v;
+}
+
+static void x87cw_set(unsigned short v)
+{
+    __asm__ volatile("fldcw %0" : : "m"(v));
+}
+
+static intptr_t fp_kid(void *arg)
+{
+    if (arg) { /* round upward: RC = 10b in both */
+        mxcsr_set((mxcsr_get() & ~MXCSR_RC) | (2u << 13));
+        x87cw_set((unsigned short)((x87cw_get() & ~X87_RC) | (2u << 10)));
+    }
+    unsigned want = arg ? 2u << 13 : 0;
+    unsigned rc = mxcsr_get() & MXCSR_RC;
+    unsigned cw = x87cw_get() & X87_RC;
+    ck_assert_uint_eq(rc, want);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(fut_fiber_yield(), 0);
+        ck_assert_uint_eq(mxcsr_get() & MXCSR_RC, rc);
+        ck_assert_uint_eq(x87cw_get() & X87_RC, cw);
+    }
+    return 0;
+}
+
+static intptr_t fp_driver(void *arg)
+{
+    (void)arg;
+    struct fut_join j[4];
+    for (int i = 0; i < 4; i++) /* upward, nearest, upward, nearest */
+        ck_assert_int_eq(fut_fiber_spawn(NULL, fp_kid,
+                                         (void *)(intptr_t)(i % 2 == 0), NULL,
+                                         &j[i]),
+                         0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(fut_fiber_join(&j[i], NULL), 0);
+    ck_assert_uint_eq(mxcsr_get() & MXCSR_RC, 0);
+    ck_assert_uint_eq(x87cw_get() & X87_RC, 0);
+    return 0;
+}
+#endif
+
+START_TEST(fp_control)
+{
+#if defined(__x86_64__)
+    rt = fut_test_rt();
+    ASSERT_EQ(fut_fiber_run(rt, fp_driver, NULL, NULL, NULL), 0);
+    ck_assert_uint_eq(mxcsr_get() & MXCSR_RC, 0);
+    ck_assert_uint_eq(x87cw_get() & X87_RC, 0);
+    rt_free();
+#endif
+}
+END_TEST
+
 /* A fiber cancelled while it is parked in fut_fiber_yield: that yield
  * returns FUT_ECANCELED, every later one too at once; the join completes
  * after fn returned; the dump shows it parked at its yield's line; a
@@ -1006,6 +1086,7 @@ int main(void)
     tcase_add_test(fut_test_tcase(s, "scope_fail_fast"), scope_fail_fast);
     tcase_add_test(fut_test_tcase(s, "dump"), dump);
     tcase_add_test(fut_test_tcase(s, "yield_fair"), yield_fair);
+    tcase_add_test(fut_test_tcase(s, "fp_control"), fp_control);
     tcase_add_test(fut_test_tcase(s, "cancel_yield"), cancel_yield);
     tcase_add_test(fut_test_tcase(s, "threads_migrate"), threads_migrate);
     tcase_add_test(fut_test_tcase(s, "stack_pool"), stack_pool);

@@ -4,11 +4,11 @@
 # migration between workers (the .mt variants).
 set(FIBER_CASES basic await_kinds channels io_echo misuse cancel_abort
   cancel_unstarted cancel_scope scope_fail_fast dump threads_migrate
-  stack_pool stack_overflow yield_fair cancel_yield yield_next)
+  stack_pool stack_overflow yield_fair cancel_yield yield_next fp_control)
 fut_check_test(fiber CASES ${FIBER_CASES}
   MT_CASES basic await_kinds channels io_echo cancel_abort cancel_unstarted
     cancel_scope scope_fail_fast dump threads_migrate yield_fair
-    cancel_yield yield_next
+    cancel_yield yield_next fp_control
   VALGRIND_CASES basic channels cancel_abort cancel_scope
   TIMEOUT 120 BACKENDS)
 

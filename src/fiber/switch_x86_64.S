@@ -5,7 +5,12 @@
  * stack pointer, restores the registers saved there and returns 'arg' -
  * into the code that switched away from 'to', or, for a new stack, into
  * fut__ctx_entry (the layout fut__ctx_make builds in fiber.c). Like
- * boost.context's fcontext: no signal mask, no syscall.
+ * boost.context's fcontext: no signal mask, no syscall. The MXCSR and
+ * x87 control word are loaded only when the side we switch to saved
+ * other values than the side we leave (each fiber keeps its own
+ * floating-point control, test fiber.fp_control): ldmxcsr and fldcw are
+ * the slowest instructions here, and in most programs every context
+ * holds the defaults. rcx keeps the stack we leave for the comparison.
  *
  *   void *fut__ctx_switch(void **from, void *to, void *arg);
  *                         rdi          rsi       rdx
@@ -30,9 +35,15 @@ fut__ctx_switch:
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
     movq %rsp, (%rdi)
+    movq %rsp, %rcx
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
+    movl (%rsp), %eax
+    cmpl (%rcx), %eax
+    jne 2f
+    movzwl 4(%rsp), %eax
+    cmpw 4(%rcx), %ax
+    jne 2f
+1:
     addq $16, %rsp
     popq %r15
     popq %r14
@@ -42,6 +53,10 @@ fut__ctx_switch:
     popq %rbp
     movq %rdx, %rax
     ret
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
     .cfi_endproc
     .size fut__ctx_switch, .-fut__ctx_switch
 
