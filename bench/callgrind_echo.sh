@@ -5,8 +5,8 @@
 # copy, with its idle deadline, cancel token and task scope), fut's
 # echo_min (bench/echo_min.c: the peers' shape, nothing but read and
 # write - what the runtime alone costs), the floor (../shared/peers/
-# baseline_c/floor.c on epoll: a hand-written loop, no runtime) and the
-# libuv peer's echo server.
+# baseline_c/floor.c on epoll: a hand-written loop, no runtime), the
+# libuv peer's echo server and the Tokio peer's (current_thread).
 #
 #   bench/callgrind_echo.sh              N1=20000 N2=100000 round trips
 #   N1=10000 N2=50000 bench/callgrind_echo.sh
@@ -17,9 +17,10 @@
 #
 # MODE=http: instructions per HTTP/1.1 keep-alive request (wrk's shape:
 # 50 connections, one request in flight on each) for fut's http_hello
-# (the example: full head parse, limits, deadlines), the floor's http mode
-# and the libuv peer's http-server, each driven by bench/http_count (an
-# exact request count: wrk runs for a time, not a count).
+# (the example: full head parse, limits, deadlines), the floor's http mode,
+# the libuv peer's http-server and the Tokio peer's (current_thread), each
+# driven by bench/http_count (an exact request count: wrk runs for a
+# time, not a count).
 #
 # MODE=tls: instructions per full TLS 1.3 handshake (issue 33's
 # tls_handshakes: no resumption, then close_notify both ways and close)
@@ -99,7 +100,18 @@ mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
 for d in loadgen libuv baseline_c; do
     make -s -C "$PEERS/$d" >>"$LOG" 2>&1 || die "make -C $PEERS/$d failed"
 done
+# The Tokio peer (Debian's crates, offline): its packages come from the
+# peers' setup.sh, as bench/run.sh installs them.
+if ! dpkg -s librust-tokio-dev >/dev/null 2>&1 || ! command -v cargo >/dev/null; then
+    [ "$(id -u)" = 0 ] || die "the Tokio peer's packages are missing: run $PEERS_SRC/setup.sh as root"
+    say "== peers' packages missing: $PEERS_SRC/setup.sh"
+    bash "$PEERS_SRC/setup.sh" >>"$LOG" 2>&1 || die "setup.sh failed (see $LOG)"
 fi
+say "== build the Tokio peer"
+(cd "$PEERS/tokio" && cargo build --release --offline -q) >>"$LOG" 2>&1 ||
+    die "building the Tokio peer failed (see $LOG)"
+fi
+TOKIO=$PEERS/tokio/target/release/tokio-peer-bench
 LOADGEN=$PEERS/loadgen/loadgen
 
 . "$HERE/servers.sh"
@@ -205,13 +217,15 @@ elif [ "$MODE" = http ]; then
     what="requests, 50 keep-alive connections (bench/http_count)"
     rows=("fut http_hello (epoll, current_thread)|fut_http_hello|print|$BUILD/examples/http_hello"
         "floor http (epoll, hand-written)|floor|probe|$PEERS/baseline_c/floor epoll http"
-        "libuv http-server (default loop)|libuv|probe|$PEERS/libuv/uvbench http-server")
+        "libuv http-server (default loop)|libuv|probe|$PEERS/libuv/uvbench http-server"
+        "Tokio 1.24 http-server (current_thread)|tokio|probe|$TOKIO http-server ct")
 else
     what="round trips, 50 connections x 64 B"
     rows=("fut echo_server (epoll, current_thread)|fut_echo_server|print|$BUILD/examples/echo_server"
         "fut echo_min (epoll, current_thread; the peers' shape)|fut_echo_min|print|$BUILD/bench/echo_min"
         "floor (epoll, hand-written)|floor|probe|$PEERS/baseline_c/floor epoll echo"
-        "libuv echo-server (default loop)|libuv|probe|$PEERS/libuv/uvbench echo-server")
+        "libuv echo-server (default loop)|libuv|probe|$PEERS/libuv/uvbench echo-server"
+        "Tokio 1.24 echo-server (current_thread)|tokio|probe|$TOKIO echo-server ct")
 fi
 files=()
 for r in "${rows[@]}"; do
