@@ -63,90 +63,14 @@
  * most 'event_interval' tasks; the remote queue is drained every
  * 'event_interval' ticks and whenever the local queue runs dry.
  *
- * Simulation mode (base.sim set: fut_sim_new, docs/simulation.md): the
- * same scheduler, with three changes and the rules above unchanged:
- *   - the next task is picked from the local queue by the simulation's
- *     seeded generator (uniformly), not FIFO;
- *   - every task carries a struct fut__sim_tag at the end of its
- *     allocation (always a direct one), with its spawn sequence number,
- *     given on the runtime thread (at the spawn, or when a spawn from
- *     another thread is taken off the remote queue): the task's name in
- *     the trace, never its address;
- *   - every poll (tasks and the block_on future, id 0) is a step of the
- *     trace (rt/sim_trace.c); FUT_SIM_CHECK's compare run stops at the
- *     first step that differs: block_on returns FUT_ECANCELED, then and
- *     in every later call;
- *   - a park that nothing could ever end (no task ready, no timer armed,
- *     the driver 'stalled') is a deadlock: block_on returns -EDEADLK
- *     (a later block_on may bring what ends it).
- * fut__tls_simrng points at the generator while block_on or shutdown
- * runs, so select's fair start (src/core) draws from the seed too.
- * Faults and invariants (src/rt/sim_swarm.c), simulation mode only:
- *   - fut__tls_simfault points at the simulation's seeded faults while
- *     block_on runs (when any kind is on), never during shutdown: a drop
- *     never meets an injected failure;
- *   - with N emulated workers (sim->workers, src/rt/sim_workers.c) the
- *     local run queue is replaced by their queues: push_local goes to the
- *     running worker's LIFO slot (or the injection queue), a requeue to
- *     the back of its queue, pop_local asks the emulation (seeded);
- *     'qlen' still counts every queued task;
- *   - after every step the user's invariant (if set) runs; the first
- *     failure stops the run as a divergence does (block_on returns
- *     FUT_ECANCELED, then and in every later call).
+ * Simulation mode (base.sim set): src/rt/sched_current_sim.c's rules.
  */
 #include <string.h>
 
-#include "rt/rt_internal.h"
-#include "rt/sim_trace.h"
-#include "rt/sim_workers.h"
-#include "rt/slab.h"
+#include "rt/sched_current.h"
 #include "rt/watchdog.h"
-#include "util/mutex.h"
 
 #define TASK_F_UNLINKED 2u
-
-enum {
-    SIM_DIVERGED = 1,
-    SIM_DEADLOCK = 2,
-    SIM_INVARIANT = 3
-}; /* sim_stopped */
-
-struct ct_sched {
-    struct fut__sched base;
-    /* runtime thread only */
-    struct fut_task *head, *tail; /* local run queue (FIFO) */
-    size_t qlen;                  /* tasks in it */
-    /* Simulation: the local run queue as a ring of 'rcap' (a power of
-     * two) slots from 'rfirst', so the seeded pick is a memmove, not a
-     * list walk; the same FIFO order, so the same picks. NULL with
-     * 'rlist' set: growing it failed, the list above is used. */
-    struct fut_task **ring;
-    size_t rcap, rfirst;
-    int rlist;
-    int sim_stopped; /* simulation: SIM_DIVERGED, _DEADLOCK, _INVARIANT */
-    struct fut__list owned; /* live tasks (fut_task.owned) */
-    struct fut__slab slab;
-    int budget;
-    int event_interval;
-    int shutting_down;
-    int shut_down; /* refs converted: every free now counts in 'refs' */
-    int countdown; /* tasks until the next remote check */
-    /* any thread */
-    fut__mutex lock;
-    struct fut_task *rhead, *rtail; /* remote queue (under lock) */
-    int closed;                     /* no more remote pushes (under lock) */
-    fut__aword remote_n;            /* tasks in the remote queue */
-    fut__aword in_block_on;         /* 1 while a block_on runs */
-    fut__aword main_woken;          /* the main future was woken */
-    fut__aword refs;                /* see the rules */
-    struct fut__parker parker;
-    /* statistics: written by the runtime thread, read by anyone */
-    fut__aword n_spawned, n_freed; /* runtime thread's (single writer) */
-    fut__aword n_spawned_foreign, n_freed_foreign; /* any thread: RMW */
-    fut__aword n_polls, n_remote, n_parks, n_budget;
-    fut__aword n_blocks, n_blocks_freed; /* pool blocks (runtime thread) */
-    struct fut__blockpool pool;          /* oneshots etc. from the slab */
-};
 
 #define TASK_F_FOREIGN                                                       \
     4u /* spawned off the runtime thread: counted in refs */
@@ -192,162 +116,12 @@ static void unpark_locked(struct ct_sched *c);
 
 /* ------------------------------------------------------------- queues */
 
-/* Simulation of N workers (sim_workers.h), or NULL. */
-static struct fut__simw *simw(struct ct_sched *c)
-{
-    return c->base.sim ? c->base.sim->workers : NULL;
-}
-
-/* Simulation: the ring's slot of the queue's k-th task. */
-static struct fut_task **ring_at(struct ct_sched *c, size_t k)
-{
-    return &c->ring[(c->rfirst + k) & (c->rcap - 1)];
-}
-
-static void list_push(struct ct_sched *c, struct fut_task *t);
-
-/* Simulation: room for one more in the ring; 0 when it cannot grow (the
- * queue moves to the list for good, in order). */
-static int ring_room(struct ct_sched *c)
-{
-    if (c->qlen < c->rcap)
-        return 1;
-    size_t cap = c->rcap ? c->rcap * 2 : 256;
-    c->base.sim->fault.hold++; /* the runtime's own: no seeded fault */
-    struct fut_task **n = fut__alloc(cap * sizeof *n);
-    c->base.sim->fault.hold--;
-    if (n) {
-        for (size_t i = 0; i < c->qlen; i++)
-            n[i] = *ring_at(c, i);
-    } else {
-        size_t len = c->qlen;
-        c->qlen = 0;
-        for (size_t i = 0; i < len; i++)
-            list_push(c, *ring_at(c, i));
-        c->rlist = 1;
-    }
-    if (c->ring)
-        fut__free(c->ring, c->rcap * sizeof *c->ring);
-    c->ring = n;
-    c->rcap = n ? cap : 0;
-    c->rfirst = 0;
-    return n != NULL;
-}
-
-/* Simulation: takes the ring's k-th task, the others keeping their
- * order (the shorter side moves). */
-static struct fut_task *ring_take(struct ct_sched *c, size_t k)
-{
-    struct fut_task *t = *ring_at(c, k);
-    if (k < c->qlen / 2) {
-        for (size_t i = k; i > 0; i--)
-            *ring_at(c, i) = *ring_at(c, i - 1);
-        c->rfirst = (c->rfirst + 1) & (c->rcap - 1);
-    } else {
-        for (size_t i = k; i + 1 < c->qlen; i++)
-            *ring_at(c, i) = *ring_at(c, i + 1);
-    }
-    c->qlen--;
-    return t;
-}
-
-/* Simulation: push_local's queue (the emulated workers' or the ring);
- * 0 when the ring cannot grow (the list takes the task). Out of line, so
- * that push_local stays small enough to inline on every other runtime. */
-static __attribute__((noinline)) int sim_push(struct ct_sched *c,
-                                              struct fut_task *t)
-{
-    if (FUT_UNLIKELY(simw(c))) { /* a LIFO slot, or injection */
-        c->qlen++;
-        fut__simw_schedule(simw(c), t);
-        return 1;
-    }
-    if (ring_room(c)) {
-        *ring_at(c, c->qlen) = t;
-        c->qlen++;
-        return 1;
-    }
-    return 0;
-}
-
-FUT__HOT_INLINE void push_local(struct ct_sched *c, struct fut_task *t)
-{
-    if (FUT_UNLIKELY(c->base.sim) && !c->rlist && sim_push(c, t))
-        return;
-    list_push(c, t);
-}
-
-static void list_push(struct ct_sched *c, struct fut_task *t)
-{
-    c->qlen++;
-    t->next = NULL;
-    if (c->tail)
-        c->tail->next = t;
-    else
-        c->head = t;
-    c->tail = t;
-}
-
-/* Simulation: unlinks the task at a seeded position. */
-static struct fut_task *pop_seeded(struct ct_sched *c)
-{
-    uint64_t k = fut__simrng_below(&c->base.sim->rng, c->qlen);
-    struct fut_task *prev = NULL, *t = c->head;
-    while (k--) {
-        prev = t;
-        t = t->next;
-    }
-    if (prev)
-        prev->next = t->next;
-    else
-        c->head = t->next;
-    if (c->tail == t)
-        c->tail = prev;
-    c->qlen--;
-    return t;
-}
-
-static struct fut_task *list_pop(struct ct_sched *c)
-{
-    struct fut_task *t = c->head;
-    if (t) {
-        c->qlen--;
-        c->head = t->next;
-        if (!c->head)
-            c->tail = NULL;
-    }
-    return t;
-}
-
-/* Simulation: pop_local's pick (see the rules). Out of line, as
- * sim_push. */
-static __attribute__((noinline)) struct fut_task *sim_pop(struct ct_sched *c)
-{
-    if (FUT_UNLIKELY(simw(c))) { /* seeded worker, or any at shutdown */
-        struct fut_task *t = c->shutting_down
-                                 ? fut__simw_take_any(simw(c))
-                                 : fut__simw_next(simw(c), &c->base.sim->rng);
-        if (t)
-            c->qlen--;
-        return t;
-    }
-    if (c->ring) { /* the seeded pick (pop_seeded's draw), or the head */
-        if (!c->qlen)
-            return NULL;
-        size_t k = c->qlen > 1 && !c->shutting_down
-                       ? (size_t)fut__simrng_below(&c->base.sim->rng, c->qlen)
-                       : 0;
-        return ring_take(c, k);
-    }
-    if (c->qlen > 1 && !c->shutting_down)
-        return pop_seeded(c);
-    return list_pop(c);
-}
-
+/* push_local and the list are sched_current.h's, simulation mode's queue
+ * sched_current_sim.c's. */
 FUT__HOT_INLINE struct fut_task *pop_local(struct ct_sched *c)
 {
     if (FUT_UNLIKELY(c->base.sim))
-        return sim_pop(c);
+        return fut__ct_sim_pop(c);
     return list_pop(c);
 }
 
@@ -376,34 +150,6 @@ static int push_remote(struct ct_sched *c, struct fut_task *t)
     fut__mutex_unlock(&c->lock);
     fut__fetch_add(&c->n_remote, 1, FUT__RELAXED);
     return 1;
-}
-
-/* ------------------------------------------------------------ simulation */
-
-/* A simulation task's tag: the end of its (direct) allocation. */
-static struct fut__sim_tag *sim_tag(struct fut_task *t)
-{
-    size_t bytes = t->size_class & ~0x80000000u; /* DIRECT, see below */
-    return (struct fut__sim_tag *)(void *)((char *)t + bytes -
-                                           sizeof(struct fut__sim_tag));
-}
-
-/* Gives a simulation task its sequence number (runtime thread). */
-static void sim_name(struct ct_sched *c, struct fut_task *t)
-{
-    if (c->base.sim)
-        sim_tag(t)->id = ++c->base.sim->next_id;
-}
-
-/* Counts a poll of the block_on future (task 0) into the trace. */
-static void sim_main_step(struct ct_sched *c, int ready)
-{
-    if (c->base.sim && fut__sim_step(c->base.sim, 0,
-                                     ready ? FUT__SIM_DONE : FUT__SIM_PENDING,
-                                     "fut_block_on", 0))
-        c->sim_stopped = SIM_DIVERGED;
-    else if (c->base.sim && fut__sim_check(c->base.sim))
-        c->sim_stopped = SIM_INVARIANT;
 }
 
 /* Moves the remote queue to the local one; returns how many. */
@@ -596,7 +342,7 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
         return FUT_ESHUTDOWN;
     uint32_t cls = 0;
     size_t bytes = FUT__TASK_HDR + size;
-    if (s->sim) /* the tag after the future, aligned (see the rules) */
+    if (s->sim) /* the tag after the future, aligned (sched_current_sim.c) */
         bytes = FUT__TASK_HDR + ((size + 7) & ~(size_t)7) +
                 sizeof(struct fut__sim_tag);
     if (bytes >= DIRECT)
@@ -644,36 +390,6 @@ static int ct_spawn(struct fut__sched *s, const struct fut_future *f,
     return 0;
 }
 
-/* Simulation mode, after the poll of 't' (tagged 'g', copied before the
- * poll: a DONE task may be freed by it): the step of the trace, the
- * requeue (to the back of its emulated worker's queue, or of the one
- * queue) and the end of the worker's poll. Out of line: run_task keeps
- * one call of fut__task_run, which LTO then inlines with fut__task_poll
- * (two calls kept both out of line: +43 instructions per poll). */
-static __attribute__((noinline)) void
-sim_ran_task(struct ct_sched *c, struct fut_task *t,
-             const struct fut__sim_tag *g, enum fut__run_result r)
-{
-    if (fut__sim_step(c->base.sim, g->id,
-                      r == FUT__RUN_DONE         ? FUT__SIM_DONE
-                      : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
-                                                 : FUT__SIM_PENDING,
-                      g->file, g->line))
-        c->sim_stopped = SIM_DIVERGED;
-    else if (fut__sim_check(c->base.sim))
-        c->sim_stopped = SIM_INVARIANT;
-    if (r == FUT__RUN_RESCHEDULE) {
-        if (simw(c)) { /* the back of its worker's queue */
-            c->qlen++;
-            fut__simw_yield(simw(c), t);
-        } else {
-            push_local(c, t); /* to the back: the others go first */
-        }
-    }
-    if (simw(c))
-        simw(c)->cur = -1; /* no worker's poll runs now */
-}
-
 /* 'sim': c->base.sim is set (block_on reads it once: the poll may write
  * memory the compiler cannot rule out, so it would be re-read per task). */
 FUT__HOT_INLINE void run_task(struct ct_sched *c, struct fut_task *t, int sim)
@@ -690,7 +406,7 @@ FUT__HOT_INLINE void run_task(struct ct_sched *c, struct fut_task *t, int sim)
     if (spent)
         stat_inc(&c->n_budget);
     if (FUT_UNLIKELY(g))
-        sim_ran_task(c, t, g, r);
+        fut__ct_sim_ran_task(c, t, g, r);
     else if (r == FUT__RUN_RESCHEDULE)
         push_local(c, t); /* to the back: the others go first */
 }
@@ -712,7 +428,7 @@ static void park(struct ct_sched *c)
     struct fut__driver *d = c->base.driver;
     if (d) {
         d->vt->park(d, 0, -1, 1);
-        if (c->base.sim && d->stalled) { /* see the rules */
+        if (c->base.sim && d->stalled) { /* sched_current_sim.c */
             d->stalled = 0;
             if (!c->qlen && !drain_remote(c) &&
                 !fut__load(&c->main_woken, FUT__ACQUIRE))
@@ -746,7 +462,7 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
     struct ct_sched *c = ct_of(s);
     if (c->shutting_down) /* freed: its tasks are gone, its driver too */
         return FUT_ESHUTDOWN;
-    if (c->sim_stopped) /* see the rules: simulation mode */
+    if (c->sim_stopped) /* simulation mode: sched_current_sim.c */
         return FUT_ECANCELED;
     uintptr_t zero = 0;
     if (!fut__cas(&c->in_block_on, &zero, 1, FUT__ACQUIRE, FUT__RELAXED))
@@ -796,9 +512,9 @@ static int ct_block_on(struct fut__sched *s, struct fut_future *f)
         for (n = 0; n < interval; n++) {
             if (FUT_UNLIKELY(sim) && c->sim_stopped)
                 break;
-            struct fut_task *t = sim ? sim_pop(c) : list_pop(c);
+            struct fut_task *t = sim ? fut__ct_sim_pop(c) : list_pop(c);
             if (!t && drain_remote(c))
-                t = sim ? sim_pop(c) : list_pop(c);
+                t = sim ? fut__ct_sim_pop(c) : list_pop(c);
             if (!t)
                 break;
             run_task(c, t, sim);
