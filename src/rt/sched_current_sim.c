@@ -5,7 +5,7 @@
  * both files share is sched_current.h.
  *
  * Rules of simulation mode (base.sim set: fut_sim_new,
- * docs/simulation.md): the same scheduler, with three changes and
+ * docs/simulation.md): the same scheduler, with four changes and
  * sched_current.c's rules unchanged:
  *   - the next task is picked from the local queue by the simulation's
  *     seeded generator (uniformly), not FIFO;
