@@ -603,7 +603,14 @@ void fut_oneshot_recv_init(struct fut_oneshot_recv *f,
     fut_future_init(&f->base, &oneshot_recv_vt);
     if (rx->ch)
         FUT_HANDLE_CHECK(rx->ch, rx->gen, __func__);
-    f->rx = *rx; /* moved: the handle's registration goes with it */
+    /* Moved (the handle's registration goes with it), field by field: a
+     * whole-struct copy is one 16-byte load of what fut_oneshot_new has
+     * just written as an 8- and a 4-byte store, which the CPU cannot
+     * forward from the store buffer - it waits for both stores to reach
+     * the cache (bench_core oneshot_local: 19.4 -> 16.1 ns per op,
+     * medians of 7, AMD EPYC family 25 model 17). */
+    f->rx.ch = rx->ch;
+    f->rx.gen = rx->gen;
     rx->ch = 0;
     f->out = out;
     f->result = FUT_ECLOSED;
