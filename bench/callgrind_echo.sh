@@ -94,22 +94,8 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     fi ||
     die "building the servers and their client failed (see $LOG)"
 if [ "$MODE" != tls ]; then
-say "== build the peers' loadgen, libuv server and floor ($PEERS)"
-mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
-    die "cannot copy the peers to $PEERS"
-for d in loadgen libuv baseline_c; do
-    make -s -C "$PEERS/$d" >>"$LOG" 2>&1 || die "make -C $PEERS/$d failed"
-done
-# The Tokio peer (Debian's crates, offline): its packages come from the
-# peers' setup.sh, as bench/run.sh installs them.
-if ! dpkg -s librust-tokio-dev >/dev/null 2>&1 || ! command -v cargo >/dev/null; then
-    [ "$(id -u)" = 0 ] || die "the Tokio peer's packages are missing: run $PEERS_SRC/setup.sh as root"
-    say "== peers' packages missing: $PEERS_SRC/setup.sh"
-    bash "$PEERS_SRC/setup.sh" >>"$LOG" 2>&1 || die "setup.sh failed (see $LOG)"
-fi
-say "== build the Tokio peer"
-(cd "$PEERS/tokio" && cargo build --release --offline -q) >>"$LOG" 2>&1 ||
-    die "building the Tokio peer failed (see $LOG)"
+    . "$HERE/peers.sh"
+    peers_build || die "$PEERS_NOTE"
 fi
 TOKIO=$PEERS/tokio/target/release/tokio-peer-bench
 LOADGEN=$PEERS/loadgen/loadgen

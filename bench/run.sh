@@ -148,24 +148,13 @@ for b in spawn_many yield_many ping_pong chained_spawn oneshot oneshot_local \
     mutex_contended xthread_wake tcp_echo tcp_echo_1k http_wrk; do
     echo "$b" | grep -Eq -- "$ONLY" && NEED_PEERS=1
 done
+. "$HERE/peers.sh"
 if [ $NEED_PEERS = 0 ]; then
     say "== peers not built: no benchmark of theirs is selected"
-elif [ -n "$(missing_debs librust-tokio-dev libuv1-dev)" ]; then
-    [ "$(id -u)" = 0 ] || die "the peers' packages are missing: run $PEERS_SRC/setup.sh as root"
-    say "== peers' packages missing: $PEERS_SRC/setup.sh"
-    bash "$PEERS_SRC/setup.sh" >>"$LOG" 2>&1 || die "setup.sh failed (see $LOG)"
+else
+    peers_build || die "$PEERS_NOTE"
 fi
 HAVE_GO=0
-if [ $NEED_PEERS = 1 ]; then
-say "== build peers ($PEERS)"
-mkdir -p "$PEERS" && cp -a "$PEERS_SRC"/. "$PEERS"/ && chmod -R u+w "$PEERS" ||
-    die "cannot copy the peers to $PEERS"
-for d in loadgen libuv baseline_c; do
-    make -s -C "$PEERS/$d" >>"$LOG" 2>&1 || die "make -C $PEERS/$d failed"
-done
-(cd "$PEERS/tokio" && cargo build --release --offline -q) >>"$LOG" 2>&1 ||
-    die "building the Tokio peer failed (see $LOG)"
-fi
 if [ $NEED_PEERS = 1 ] && command -v go >/dev/null 2>&1; then
     (cd "$PEERS/go" && go build -o gobench .) >>"$LOG" 2>&1 && HAVE_GO=1
 fi

@@ -156,15 +156,22 @@ __attribute__((noinline)) struct fut_task *fut__ct_sim_pop(struct ct_sched *c)
 
 /* ---------------------------------------------------------- trace steps */
 
-/* sched_current.h: the block_on future's poll (task 0), 'base.sim' set. */
-void fut__ct_sim_main_step(struct ct_sched *c, int ready)
+/* One step of the trace, then the user's invariant; either failure stops
+ * the run (see the rules). */
+static void trace_step(struct ct_sched *c, uint64_t task, int result,
+                       const char *file, int line)
 {
-    if (fut__sim_step(c->base.sim, 0,
-                      ready ? FUT__SIM_DONE : FUT__SIM_PENDING,
-                      "fut_block_on", 0))
+    if (fut__sim_step(c->base.sim, task, result, file, line))
         c->sim_stopped = SIM_DIVERGED;
     else if (fut__sim_check(c->base.sim))
         c->sim_stopped = SIM_INVARIANT;
+}
+
+/* sched_current.h: the block_on future's poll (task 0), 'base.sim' set. */
+void fut__ct_sim_main_step(struct ct_sched *c, int ready)
+{
+    trace_step(c, 0, ready ? FUT__SIM_DONE : FUT__SIM_PENDING, "fut_block_on",
+               0);
 }
 
 /* sched_current.h: after a task's poll, the step of the trace, the
@@ -176,14 +183,11 @@ __attribute__((noinline)) void
 fut__ct_sim_ran_task(struct ct_sched *c, struct fut_task *t,
                      const struct fut__sim_tag *g, enum fut__run_result r)
 {
-    if (fut__sim_step(c->base.sim, g->id,
-                      r == FUT__RUN_DONE         ? FUT__SIM_DONE
-                      : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
-                                                 : FUT__SIM_PENDING,
-                      g->file, g->line))
-        c->sim_stopped = SIM_DIVERGED;
-    else if (fut__sim_check(c->base.sim))
-        c->sim_stopped = SIM_INVARIANT;
+    trace_step(c, g->id,
+               r == FUT__RUN_DONE         ? FUT__SIM_DONE
+               : r == FUT__RUN_RESCHEDULE ? FUT__SIM_REQUEUED
+                                          : FUT__SIM_PENDING,
+               g->file, g->line);
     if (r == FUT__RUN_RESCHEDULE) {
         if (simw(c)) { /* the back of its worker's queue */
             c->qlen++;
